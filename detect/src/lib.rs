@@ -1,0 +1,34 @@
+//! # sightline-detect
+//!
+//! The analytics of Sightline as pure calculators: token uncertainty from logprobs, a
+//! hallucination index grounded in the retrieved context, context-expansion and KV-cache decay
+//! of conversations, and Granger causality (with ADF stationarity checks) between metric series,
+//! validated number-for-number against statsmodels.
+//!
+//! **What this crate owns:** the formulas, their request/result types (serde, so the HTTP
+//! and CLI layers can expose them as they are), and the generated labelled set used to
+//! evaluate the hallucination index.
+//!
+//! **What it may not touch (architecture invariant):** it depends on no other Sightline crate
+//! and does no I/O — no files, network, clocks or threads. Every entry point takes slices or
+//! parsed values and returns a `Result<_, DetectError>`; no input makes it panic.
+//!
+//! Module map:
+//! * [`logprobs`], [`entropy`]: OpenAI-shaped logprobs and per-response uncertainty features;
+//! * [`hallucination`]: grounding evidence and the hallucination index;
+//! * [`eval`]: deterministic generator of labelled RAG examples and the evaluation harness;
+//! * [`context`], [`cache_decay`]: conversation context growth and KV-cache hit decay;
+//! * [`granger`], [`adf`], [`causal_graph`], [`timeseries`]: causality between series;
+//! * [`ols`], [`stats`]: least squares and shared statistics.
+
+pub mod adf;
+pub mod entropy;
+pub mod logprobs;
+pub mod causal_graph;
+pub mod error;
+pub mod granger;
+pub mod ols;
+pub mod stats;
+pub mod timeseries;
+
+pub use error::{DetectError, Result};

@@ -1,0 +1,107 @@
+//! Store configuration: durability, memory, flush, partitioning, compaction and retention.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::segment::SegmentWriteOptions;
+use crate::types::TenantId;
+use crate::wal::FsyncPolicy;
+
+/// When small segments are merged.
+#[derive(Clone, Debug)]
+pub struct CompactionConfig {
+    /// Run compaction after flushes (and from the background thread).
+    pub enabled: bool,
+    /// Merge a partition once it has at least this many small segments.
+    pub min_segments: usize,
+    /// Segments with at least this many rows are not merged further.
+    pub target_rows: u64,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            min_segments: 4,
+            target_rows: 4_000_000,
+        }
+    }
+}
+
+/// How long data is kept.
+#[derive(Clone, Debug, Default)]
+pub struct RetentionConfig {
+    /// Time to live of every tenant without an override (`None`: keep forever).
+    pub default_ttl: Option<Duration>,
+    /// Per-tenant overrides.
+    pub per_tenant: BTreeMap<TenantId, Duration>,
+}
+
+impl RetentionConfig {
+    /// The TTL that applies to `tenant`.
+    pub fn ttl(&self, tenant: &TenantId) -> Option<Duration> {
+        self.per_tenant.get(tenant).copied().or(self.default_ttl)
+    }
+}
+
+/// Everything a [`crate::Store`] can be told.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// WAL durability policy.
+    pub fsync: FsyncPolicy,
+    /// Bytes of unflushed data (all tenants and signals) before appends are refused.
+    pub memory_budget_bytes: usize,
+    /// A memtable is flushed when all memtables together pass this many bytes.
+    pub flush_threshold_bytes: usize,
+    /// A memtable is flushed when it is older than this.
+    pub flush_interval: Duration,
+    /// Length of a time partition.
+    pub partition_duration: Duration,
+    /// WAL files are rotated past this size.
+    pub wal_file_bytes: u64,
+    /// Compaction policy.
+    pub compaction: CompactionConfig,
+    /// Retention policy.
+    pub retention: RetentionConfig,
+    /// Most metric series one tenant may have.
+    pub max_series_per_tenant: usize,
+    /// Parquet layout.
+    pub segment: SegmentWriteOptions,
+    /// Start a background thread that flushes, compacts and applies retention.
+    pub background: bool,
+    /// Back-off suggested to clients when the memory budget is exhausted.
+    pub retry_after: Duration,
+    /// Source of time for retention.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            fsync: FsyncPolicy::Always,
+            memory_budget_bytes: 1 << 30,
+            flush_threshold_bytes: 256 << 20,
+            flush_interval: Duration::from_secs(300),
+            partition_duration: Duration::from_secs(3600),
+            wal_file_bytes: 128 << 20,
+            compaction: CompactionConfig::default(),
+            retention: RetentionConfig::default(),
+            max_series_per_tenant: 1_000_000,
+            segment: SegmentWriteOptions::default(),
+            background: true,
+            retry_after: Duration::from_secs(1),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl StoreConfig {
+    /// Partition length in nanoseconds (at least one second).
+    pub fn partition_nanos(&self) -> i64 {
+        i64::try_from(self.partition_duration.as_nanos())
+            .unwrap_or(i64::MAX)
+            .max(1_000_000_000)
+    }
+}

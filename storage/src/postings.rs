@@ -1,0 +1,330 @@
+//! Per-segment inverted index: attribute `key=value` -> roaring bitmap of row numbers.
+//!
+//! Built at flush from the sorted rows of a segment. Spans and logs index their promoted string
+//! columns plus string, integer and boolean attributes (span and resource); metric samples index
+//! every series label, including `__name__`, over the rows of the series (contiguous, so the
+//! bitmaps are runs).
+//!
+//! A key whose values were not all indexed (value too long, too many distinct values) is marked
+//! incomplete: lookups on it answer [`Lookup::Unknown`] and the reader falls back to scanning.
+//! A key absent from a segment's postings is absent from all its rows.
+//!
+//! On disk: `magic (8) | crc32c of body (u32 LE) | body`, body = `u32 key count`, then per key
+//! `u16 len | key | u8 complete | u32 value count`, per value `u32 len | value | u32 len | roaring`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use regex::Regex;
+use roaring::RoaringBitmap;
+
+use crate::error::{Result, StorageError};
+
+const MAGIC: &[u8; 8] = b"SLPOST01";
+
+/// Longest value indexed; longer values make their key incomplete.
+pub const MAX_VALUE_LEN: usize = 256;
+/// Longest key indexed; lookups on longer keys answer [`Lookup::Unknown`].
+pub const MAX_KEY_LEN: usize = 1024;
+/// Most distinct values indexed per key and segment; past it the key becomes incomplete.
+pub const MAX_VALUES_PER_KEY: usize = 100_000;
+
+#[derive(Debug, Default, Clone, PartialEq)]
+struct KeyPostings {
+    complete: bool,
+    values: BTreeMap<String, RoaringBitmap>,
+}
+
+/// The answer of a postings lookup.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    /// Exactly these rows match.
+    Rows(RoaringBitmap),
+    /// The postings cannot tell; every row is a candidate.
+    Unknown,
+}
+
+/// Postings of one segment.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Postings {
+    keys: BTreeMap<String, KeyPostings>,
+}
+
+/// Accumulates postings while rows are written.
+#[derive(Debug, Default)]
+pub struct PostingsBuilder {
+    keys: BTreeMap<String, KeyPostings>,
+}
+
+impl PostingsBuilder {
+    /// A new, empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that `row` has `key=value`.
+    pub fn add(&mut self, key: &str, value: &str, row: u32) {
+        if key.len() > MAX_KEY_LEN {
+            return;
+        }
+        let entry = match self.keys.get_mut(key) {
+            Some(e) => e,
+            None => self.keys.entry(key.to_owned()).or_insert(KeyPostings {
+                complete: true,
+                values: BTreeMap::new(),
+            }),
+        };
+        if !entry.complete {
+            return;
+        }
+        if value.len() > MAX_VALUE_LEN {
+            entry.complete = false;
+            entry.values.clear();
+            return;
+        }
+        match entry.values.get_mut(value) {
+            Some(b) => {
+                b.insert(row);
+            }
+            None => {
+                if entry.values.len() >= MAX_VALUES_PER_KEY {
+                    entry.complete = false;
+                    entry.values.clear();
+                    return;
+                }
+                let mut b = RoaringBitmap::new();
+                b.insert(row);
+                entry.values.insert(value.to_owned(), b);
+            }
+        }
+    }
+
+    /// Marks `key` as not fully indexed (its values are not scalar or not indexable).
+    pub fn mark_incomplete(&mut self, key: &str) {
+        if key.len() > MAX_KEY_LEN {
+            return;
+        }
+        let entry = self.keys.entry(key.to_owned()).or_default();
+        entry.complete = false;
+        entry.values.clear();
+    }
+
+    /// Records that rows `rows` all have `key=value` (used for contiguous metric series).
+    pub fn add_range(&mut self, key: &str, value: &str, rows: std::ops::Range<u32>) {
+        if rows.is_empty() {
+            return;
+        }
+        self.add(key, value, rows.start);
+        if let Some(b) = self
+            .keys
+            .get_mut(key)
+            .filter(|e| e.complete)
+            .and_then(|e| e.values.get_mut(value))
+        {
+            b.insert_range(rows);
+        }
+    }
+
+    /// Finishes the postings, run-compressing the bitmaps.
+    pub fn finish(mut self) -> Postings {
+        for k in self.keys.values_mut() {
+            for b in k.values.values_mut() {
+                b.optimize();
+            }
+        }
+        Postings { keys: self.keys }
+    }
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let s = self.buf.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn str(&mut self, n: usize) -> Option<&'a str> {
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+}
+
+impl Postings {
+    /// Encodes for disk.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
+        for (key, kp) in &self.keys {
+            let key = key.as_bytes();
+            body.extend_from_slice(&(key.len() as u16).to_le_bytes());
+            body.extend_from_slice(key);
+            body.push(u8::from(kp.complete));
+            body.extend_from_slice(&(kp.values.len() as u32).to_le_bytes());
+            for (v, bitmap) in &kp.values {
+                body.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                body.extend_from_slice(v.as_bytes());
+                body.extend_from_slice(&(bitmap.serialized_size() as u32).to_le_bytes());
+                // Writing into a Vec cannot fail.
+                let _ = bitmap.serialize_into(&mut body);
+            }
+        }
+        let mut out = Vec::with_capacity(body.len() + 12);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Decodes and verifies; `path` is used in error messages.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<Self> {
+        let bad = |d: &str| StorageError::corruption(path, format!("postings: {d}"));
+        if bytes.len() < 12 || &bytes[..8] != MAGIC {
+            return Err(bad("bad magic"));
+        }
+        let crc = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        let body = &bytes[12..];
+        if crc32c::crc32c(body) != crc {
+            return Err(bad("checksum mismatch"));
+        }
+        let mut r = Reader { buf: body, pos: 0 };
+        let n_keys = r.u32().ok_or_else(|| bad("truncated"))?;
+        let mut keys = BTreeMap::new();
+        for _ in 0..n_keys {
+            let klen = r.u16().ok_or_else(|| bad("truncated key"))? as usize;
+            let key = r.str(klen).ok_or_else(|| bad("bad key"))?.to_owned();
+            let complete = r.u8().ok_or_else(|| bad("truncated"))? != 0;
+            let n_values = r.u32().ok_or_else(|| bad("truncated"))?;
+            let mut values = BTreeMap::new();
+            for _ in 0..n_values {
+                let vlen = r.u32().ok_or_else(|| bad("truncated value"))? as usize;
+                let value = r.str(vlen).ok_or_else(|| bad("bad value"))?.to_owned();
+                let blen = r.u32().ok_or_else(|| bad("truncated bitmap"))? as usize;
+                let raw = r.take(blen).ok_or_else(|| bad("truncated bitmap"))?;
+                let bitmap = RoaringBitmap::deserialize_from(raw)
+                    .map_err(|e| bad(&format!("bitmap: {e}")))?;
+                values.insert(value, bitmap);
+            }
+            keys.insert(key, KeyPostings { complete, values });
+        }
+        if r.pos != body.len() {
+            return Err(bad("trailing bytes"));
+        }
+        Ok(Self { keys })
+    }
+
+    /// Rows where `key` equals `value` exactly.
+    pub fn equals(&self, key: &str, value: &str) -> Lookup {
+        if key.len() > MAX_KEY_LEN {
+            return Lookup::Unknown;
+        }
+        match self.keys.get(key) {
+            None => Lookup::Rows(RoaringBitmap::new()),
+            Some(kp) if !kp.complete => Lookup::Unknown,
+            Some(kp) => Lookup::Rows(kp.values.get(value).cloned().unwrap_or_default()),
+        }
+    }
+
+    /// Rows where `key` has a value fully matching `re` (the caller anchors it).
+    pub fn matching(&self, key: &str, re: &Regex) -> Lookup {
+        if key.len() > MAX_KEY_LEN {
+            return Lookup::Unknown;
+        }
+        match self.keys.get(key) {
+            None => Lookup::Rows(RoaringBitmap::new()),
+            Some(kp) if !kp.complete => Lookup::Unknown,
+            Some(kp) => {
+                let mut out = RoaringBitmap::new();
+                for (v, b) in &kp.values {
+                    if re.is_match(v) {
+                        out |= b;
+                    }
+                }
+                Lookup::Rows(out)
+            }
+        }
+    }
+
+    /// Distinct indexed values of `key` (empty when unknown or incomplete).
+    pub fn values(&self, key: &str) -> impl Iterator<Item = &str> {
+        self.keys
+            .get(key)
+            .into_iter()
+            .flat_map(|kp| kp.values.keys().map(String::as_str))
+    }
+
+    /// Indexed keys.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.keys.keys().map(String::as_str)
+    }
+
+    /// Approximate heap bytes.
+    pub fn heap_size(&self) -> usize {
+        self.keys
+            .iter()
+            .map(|(k, kp)| {
+                k.len()
+                    + kp.values
+                        .iter()
+                        .map(|(v, b)| v.len() + b.serialized_size() + 32)
+                        .sum::<usize>()
+            })
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn round_trip_and_lookup(entries in prop::collection::vec(("[a-c]{1,2}", "[x-z]{0,3}", 0u32..500), 0..200)) {
+            let mut b = PostingsBuilder::new();
+            for (k, v, r) in &entries {
+                b.add(k, v, *r);
+            }
+            let p = b.finish();
+            let back = Postings::decode(&p.encode(), Path::new("p")).expect("decode");
+            prop_assert_eq!(&back, &p);
+            for (k, v, _) in &entries {
+                let expect: RoaringBitmap = entries.iter().filter(|(k2, v2, _)| k2 == k && v2 == v).map(|e| e.2).collect();
+                prop_assert_eq!(back.equals(k, v), Lookup::Rows(expect));
+            }
+        }
+
+        #[test]
+        fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Postings::decode(&bytes, Path::new("p"));
+        }
+    }
+
+    #[test]
+    fn incomplete_keys_answer_unknown() {
+        let mut b = PostingsBuilder::new();
+        b.add("k", "short", 1);
+        b.add("k", &"x".repeat(MAX_VALUE_LEN + 1), 2);
+        b.add_range("svc", "a", 10..20);
+        let p = b.finish();
+        assert_eq!(p.equals("k", "short"), Lookup::Unknown);
+        assert_eq!(p.equals("absent", "v"), Lookup::Rows(RoaringBitmap::new()));
+        let re = Regex::new("^(?:a|b)$").expect("regex");
+        match p.matching("svc", &re) {
+            Lookup::Rows(r) => assert_eq!(r.len(), 10),
+            Lookup::Unknown => panic!("svc is complete"),
+        }
+    }
+}

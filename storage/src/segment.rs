@@ -1,0 +1,259 @@
+//! Immutable segments: one directory per flush or merge, holding plain Parquet plus indexes.
+//!
+//! ```text
+//! data/<tenant>/<signal>/<partition>/<segment-id>/
+//!     data.parquet    rows, sorted (spans: service, start; logs: time; samples: series, time)
+//!     series.parquet  samples only: the series present (id, name, kind, unit, help, labels)
+//!     postings.bin    key=value -> roaring row bitmaps
+//!     text/           logs only: tantivy index of bodies
+//!     meta.json       SegmentMeta (time range, rows, file checksums)
+//! ```
+//!
+//! Opening a segment verifies every file against the checksums in the manifest; a mismatch is
+//! reported as corruption and the store quarantines the segment.
+
+pub(crate) mod scan;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arrow_array::{Array, RecordBatch, TimestampMillisecondArray, TimestampNanosecondArray};
+use arrow_buffer::ScalarBuffer;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::bloom_filter::Sbbf;
+use parquet::file::metadata::PageIndexPolicy;
+
+pub use scan::ScanStats;
+pub(crate) use writer::write_segment;
+pub use writer::SegmentWriteOptions;
+
+use crate::error::{IoContext, Result, StorageError};
+use crate::fsutil;
+use crate::manifest::{self, SegmentMeta};
+use crate::model::SeriesDef;
+use crate::postings::Postings;
+use crate::schema::{self, col};
+use crate::text_index::TextIndex;
+use crate::types::Signal;
+
+/// Parquet rows file.
+pub const DATA_FILE: &str = "data.parquet";
+/// Series catalog file of sample segments.
+pub const SERIES_FILE: &str = "series.parquet";
+/// Postings file.
+pub const POSTINGS_FILE: &str = "postings.bin";
+/// Text index directory of log segments.
+pub const TEXT_DIR: &str = "text";
+/// Segment metadata file.
+pub const META_FILE: &str = "meta.json";
+
+/// The time-column values of a batch, in the column's own unit.
+pub(crate) fn time_values(signal: Signal, batch: &RecordBatch) -> Result<ScalarBuffer<i64>> {
+    let name = schema::time_column(signal);
+    let c = batch
+        .column_by_name(name)
+        .ok_or_else(|| StorageError::InvalidInput(format!("batch lacks {name}")))?;
+    if let Some(a) = c.as_any().downcast_ref::<TimestampNanosecondArray>() {
+        return Ok(a.values().clone());
+    }
+    if let Some(a) = c.as_any().downcast_ref::<TimestampMillisecondArray>() {
+        return Ok(a.values().clone());
+    }
+    Err(StorageError::InvalidInput(format!("{name} has type {}", c.data_type())))
+}
+
+/// An open segment with its indexes in memory.
+pub struct Segment {
+    meta: SegmentMeta,
+    dir: PathBuf,
+    root: PathBuf,
+    parquet: ArrowReaderMetadata,
+    postings: Postings,
+    text: Option<TextIndex>,
+    /// Bloom filter of `trace_id` per row group (spans and logs).
+    blooms: Vec<Option<Sbbf>>,
+    /// Series present (samples).
+    series: Vec<Arc<SeriesDef>>,
+    /// Set once the manifest no longer names the segment; the directory is deleted when the last
+    /// reader lets go.
+    obsolete: AtomicBool,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment").field("meta", &self.meta).finish_non_exhaustive()
+    }
+}
+
+impl Segment {
+    /// Opens and verifies the segment described by `meta` under data directory `root`.
+    pub fn open(root: &Path, meta: SegmentMeta) -> Result<Self> {
+        let dir = root.join(meta.relative_dir());
+        for f in &meta.files {
+            let path = dir.join(&f.name);
+            let (crc, len) = match fsutil::file_crc(&path) {
+                Ok(v) => v,
+                Err(StorageError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    return Err(StorageError::corruption(path, "file missing"));
+                }
+                Err(e) => return Err(e),
+            };
+            if crc != f.crc32c || len != f.len {
+                return Err(StorageError::corruption(
+                    path,
+                    format!(
+                        "checksum mismatch: expected {} bytes crc {:08x}, found {len} bytes crc {crc:08x}",
+                        f.len, f.crc32c
+                    ),
+                ));
+            }
+        }
+        let data_path = dir.join(DATA_FILE);
+        let file = std::fs::File::open(&data_path).at(&data_path)?;
+        let parquet = ArrowReaderMetadata::load(
+            &file,
+            ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional),
+        )
+        .map_err(|e| StorageError::corruption(&data_path, e.to_string()))?;
+        let expected = schema::of(meta.signal);
+        if parquet.schema().fields() != expected.fields() {
+            return Err(StorageError::corruption(
+                &data_path,
+                "schema differs from this build's schema",
+            ));
+        }
+        let rows: i64 = parquet.metadata().row_groups().iter().map(|r| r.num_rows()).sum();
+        if rows as u64 != meta.rows {
+            return Err(StorageError::corruption(
+                &data_path,
+                format!("{rows} rows, manifest says {}", meta.rows),
+            ));
+        }
+        let postings_path = dir.join(POSTINGS_FILE);
+        let postings = Postings::decode(
+            &std::fs::read(&postings_path).at(&postings_path)?,
+            &postings_path,
+        )?;
+        let text = if meta.signal == Signal::Logs {
+            Some(TextIndex::open(&dir.join(TEXT_DIR)).map_err(|e| match e {
+                StorageError::Text(t) => StorageError::corruption(dir.join(TEXT_DIR), t.to_string()),
+                other => other,
+            })?)
+        } else {
+            None
+        };
+        let mut blooms = Vec::new();
+        if meta.signal != Signal::Samples {
+            let col_idx = parquet
+                .parquet_schema()
+                .columns()
+                .iter()
+                .position(|c| c.path().string() == col::TRACE_ID)
+                .ok_or_else(|| StorageError::corruption(&data_path, "no trace_id column"))?;
+            let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                file.try_clone().at(&data_path)?,
+                parquet.clone(),
+            );
+            for rg in 0..parquet.metadata().num_row_groups() {
+                blooms.push(
+                    builder
+                        .get_row_group_column_bloom_filter(rg, col_idx)
+                        .map_err(|e| StorageError::corruption(&data_path, e.to_string()))?,
+                );
+            }
+        }
+        let series = if meta.signal == Signal::Samples {
+            let path = dir.join(SERIES_FILE);
+            let file = std::fs::File::open(&path).at(&path)?;
+            let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+                .and_then(|b| b.build())
+                .map_err(|e| StorageError::corruption(&path, e.to_string()))?;
+            let mut out = Vec::new();
+            for batch in reader {
+                let batch = batch.map_err(|e| StorageError::corruption(&path, e.to_string()))?;
+                out.extend(
+                    crate::columnar::series_from_batch(&batch)
+                        .map_err(|e| StorageError::corruption(&path, e.to_string()))?
+                        .into_iter()
+                        .map(Arc::new),
+                );
+            }
+            out
+        } else {
+            Vec::new()
+        };
+        Ok(Self {
+            meta,
+            dir,
+            root: root.to_owned(),
+            parquet,
+            postings,
+            text,
+            blooms,
+            series,
+            obsolete: AtomicBool::new(false),
+        })
+    }
+
+    /// The segment's metadata.
+    pub fn meta(&self) -> &SegmentMeta {
+        &self.meta
+    }
+
+    /// The segment's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The Parquet file's path (readable by any Parquet engine).
+    pub fn data_path(&self) -> PathBuf {
+        self.dir.join(DATA_FILE)
+    }
+
+    /// Series stored in this segment (samples only).
+    pub fn series(&self) -> &[Arc<SeriesDef>] {
+        &self.series
+    }
+
+    /// The postings.
+    pub fn postings(&self) -> &Postings {
+        &self.postings
+    }
+
+    /// Number of row groups.
+    pub fn row_groups(&self) -> usize {
+        self.parquet.metadata().num_row_groups()
+    }
+
+    /// Marks the segment for deletion once no reader holds it.
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+
+    /// Reads every row of the segment (for compaction).
+    pub(crate) fn read_all(&self) -> Result<Vec<RecordBatch>> {
+        let path = self.data_path();
+        let file = std::fs::File::open(&path).at(&path)?;
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
+            .with_batch_size(64 * 1024)
+            .build()?;
+        reader
+            .map(|b| b.map_err(|e| StorageError::corruption(&path, e.to_string())))
+            .collect()
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            if let Err(e) = manifest::remove_segment_dir(&self.root, &self.meta) {
+                tracing::warn!(error = %e, dir = %self.dir.display(), "could not delete obsolete segment");
+            }
+        }
+    }
+}

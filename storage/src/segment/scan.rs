@@ -1,0 +1,362 @@
+//! Reading a segment: prune with the meta, postings, text index, bloom filters and row-group
+//! statistics, read only the surviving rows and columns, then filter exactly.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow_array::{
+    Array, BooleanArray, FixedSizeBinaryArray, RecordBatch, UInt64Array,
+};
+use arrow_schema::Schema;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{
+    ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter, RowSelection,
+};
+use parquet::file::statistics::Statistics;
+use roaring::RoaringBitmap;
+use serde::Serialize;
+
+use super::Segment;
+use crate::error::{IoContext, Result, StorageError};
+use crate::postings::Lookup;
+use crate::predicate::{self, MatchOp, Predicate, ScanRequest};
+use crate::schema::{self, col};
+use crate::types::{Signal, TraceId};
+
+/// How much each pruning stage kept; returned with every scan so that tests (and `explain`) can
+/// prove which data was touched.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ScanStats {
+    /// Segments of the tenant and signal considered.
+    pub segments_total: usize,
+    /// Segments skipped by their time range.
+    pub segments_pruned_by_time: usize,
+    /// Segments skipped because postings or the text index matched no row.
+    pub segments_pruned_by_index: usize,
+    /// Segments whose rows were read.
+    pub segments_read: usize,
+    /// Row groups in segments that were not pruned.
+    pub row_groups_total: usize,
+    /// Row groups read.
+    pub row_groups_read: usize,
+    /// Rows decoded from Parquet.
+    pub rows_decoded: u64,
+    /// Unflushed batches examined.
+    pub memtable_batches: usize,
+    /// Unflushed rows examined.
+    pub memtable_rows: u64,
+    /// Rows returned.
+    pub rows_returned: u64,
+}
+
+impl ScanStats {
+    /// Adds another scan's counts.
+    pub fn add(&mut self, o: &ScanStats) {
+        self.segments_total += o.segments_total;
+        self.segments_pruned_by_time += o.segments_pruned_by_time;
+        self.segments_pruned_by_index += o.segments_pruned_by_index;
+        self.segments_read += o.segments_read;
+        self.row_groups_total += o.row_groups_total;
+        self.row_groups_read += o.row_groups_read;
+        self.rows_decoded += o.rows_decoded;
+        self.memtable_batches += o.memtable_batches;
+        self.memtable_rows += o.memtable_rows;
+        self.rows_returned += o.rows_returned;
+    }
+}
+
+/// A request prepared for execution.
+pub(crate) struct CompiledScan<'a> {
+    pub req: &'a ScanRequest,
+    /// Samples: ids of the series whose labels satisfy every matcher (`None`: no matcher).
+    pub series_filter: Option<Arc<HashSet<u64>>>,
+    /// Columns read from storage (output plus what predicates need), in schema order.
+    pub read_columns: Vec<usize>,
+    /// Output columns, by name, in the requested order.
+    pub output: Vec<String>,
+}
+
+impl<'a> CompiledScan<'a> {
+    pub(crate) fn new(req: &'a ScanRequest, series_filter: Option<Arc<HashSet<u64>>>) -> Result<Self> {
+        req.validate()?;
+        let schema = schema::of(req.signal);
+        let output: Vec<String> = match &req.projection {
+            Some(p) => p.clone(),
+            None => schema.fields().iter().map(|f| f.name().clone()).collect(),
+        };
+        let mut needed: HashSet<&str> = output.iter().map(String::as_str).collect();
+        needed.insert(schema::time_column(req.signal));
+        for p in &req.predicates {
+            for c in predicate::predicate_columns(req.signal, p) {
+                needed.insert(c);
+            }
+        }
+        let read_columns = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| needed.contains(f.name().as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Self {
+            req,
+            series_filter,
+            read_columns,
+            output,
+        })
+    }
+
+    fn matchers(&self) -> impl Iterator<Item = &predicate::Matcher> {
+        self.req.predicates.iter().filter_map(|p| match p {
+            Predicate::Attr(m) => Some(m),
+            _ => None,
+        })
+    }
+
+    fn trace_id(&self) -> Option<TraceId> {
+        self.req.predicates.iter().find_map(|p| match p {
+            Predicate::TraceId(t) => Some(*t),
+            _ => None,
+        })
+    }
+
+    /// Exact filter + projection of a batch holding `read_columns`. `text_rows` are the rows
+    /// (numbered from `first_row`) that matched full-text predicates, for unflushed data.
+    pub(crate) fn filter(
+        &self,
+        batch: &RecordBatch,
+        text_rows: Option<(&RoaringBitmap, u32)>,
+    ) -> Result<Option<RecordBatch>> {
+        let n = batch.num_rows();
+        let signal = self.req.signal;
+        let mut masks = Vec::new();
+        let times = super::time_values(signal, batch)?;
+        let unit = schema::time_unit_nanos(signal);
+        let range = self.req.time;
+        masks.push(
+            times
+                .iter()
+                .map(|&t| Some(range.contains(crate::types::UnixNanos(t.saturating_mul(unit)))))
+                .collect::<BooleanArray>(),
+        );
+        if signal == Signal::Samples {
+            if let Some(set) = &self.series_filter {
+                let ids = crate::columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
+                masks.push(ids.iter().map(|v| Some(v.is_some_and(|v| set.contains(&v)))).collect());
+            }
+        } else {
+            for m in self.matchers() {
+                masks.push(predicate::eval_matcher(batch, signal, m)?);
+            }
+            if let Some(t) = self.trace_id() {
+                masks.push(trace_mask(batch, &t)?);
+            }
+        }
+        if let Some((rows, first)) = text_rows {
+            masks.push((0..n as u32).map(|i| Some(rows.contains(first + i))).collect());
+        }
+        let filtered = match predicate::and_all(masks, n)? {
+            Some(mask) => {
+                if mask.true_count() == 0 {
+                    return Ok(None);
+                }
+                if mask.true_count() == n {
+                    batch.clone()
+                } else {
+                    arrow_select::filter::filter_record_batch(batch, &mask)?
+                }
+            }
+            None => batch.clone(),
+        };
+        let schema = filtered.schema();
+        let mut fields = Vec::with_capacity(self.output.len());
+        let mut columns = Vec::with_capacity(self.output.len());
+        for name in &self.output {
+            let idx = schema
+                .index_of(name)
+                .map_err(|_| StorageError::InvalidQuery(format!("column {name} not read")))?;
+            fields.push(schema.field(idx).clone());
+            columns.push(filtered.column(idx).clone());
+        }
+        Ok(Some(RecordBatch::try_new(
+            Arc::new(Schema::new(fields)),
+            columns,
+        )?))
+    }
+}
+
+fn trace_mask(batch: &RecordBatch, t: &TraceId) -> Result<BooleanArray> {
+    let ids = crate::columnar::decode_column::<FixedSizeBinaryArray>(batch, col::TRACE_ID)?;
+    Ok(trace_eq(ids, t))
+}
+
+fn trace_eq(ids: &FixedSizeBinaryArray, t: &TraceId) -> BooleanArray {
+    (0..ids.len())
+        .map(|i| Some(!ids.is_null(i) && ids.value(i) == t.as_bytes()))
+        .collect()
+}
+
+fn stat_range(stats: Option<&Statistics>) -> Option<(i64, i64)> {
+    match stats? {
+        Statistics::Int64(s) => Some((*s.min_opt()?, *s.max_opt()?)),
+        _ => None,
+    }
+}
+
+fn intersect(acc: &mut Option<RoaringBitmap>, rows: RoaringBitmap) {
+    *acc = Some(match acc.take() {
+        Some(a) => a & rows,
+        None => rows,
+    });
+}
+
+impl Segment {
+    /// Rows of this segment that satisfy `c`, after pruning.
+    pub(crate) fn scan(&self, c: &CompiledScan<'_>, stats: &mut ScanStats) -> Result<Vec<RecordBatch>> {
+        stats.segments_total += 1;
+        let req = c.req;
+        if !req.time.overlaps_closed(self.meta.min_time, self.meta.max_time) {
+            stats.segments_pruned_by_time += 1;
+            return Ok(Vec::new());
+        }
+        // 1. Postings and the text index narrow the candidate rows.
+        let mut candidates: Option<RoaringBitmap> = None;
+        for p in &req.predicates {
+            match p {
+                Predicate::Attr(m) if !m.matches_missing() => {
+                    let lookup = match m.op {
+                        MatchOp::Eq => self.postings.equals(&m.key, &m.value),
+                        MatchOp::Regex => match m.regex() {
+                            Some(re) => self.postings.matching(&m.key, re),
+                            None => Lookup::Unknown,
+                        },
+                        // Negative matchers that do not match "" exclude only rows with the key
+                        // set to a listed value; postings cannot express the complement cheaply.
+                        MatchOp::NotEq | MatchOp::NotRegex => Lookup::Unknown,
+                    };
+                    if let Lookup::Rows(rows) = lookup {
+                        intersect(&mut candidates, rows);
+                    }
+                }
+                Predicate::FullText(q) => {
+                    let text = self.text.as_ref().ok_or_else(|| {
+                        StorageError::InvalidQuery("full-text search applies to logs only".into())
+                    })?;
+                    intersect(&mut candidates, text.search(q)?);
+                }
+                _ => {}
+            }
+        }
+        if candidates.as_ref().is_some_and(RoaringBitmap::is_empty) {
+            stats.segments_pruned_by_index += 1;
+            return Ok(Vec::new());
+        }
+        // 2. Row groups: time statistics, bloom filter, candidate rows.
+        let md = self.parquet.metadata();
+        let time_col = schema::time_column(req.signal);
+        let unit = schema::time_unit_nanos(req.signal);
+        let time_leaf = self
+            .parquet
+            .parquet_schema()
+            .columns()
+            .iter()
+            .position(|c| c.path().string() == time_col);
+        let trace = c.trace_id();
+        let mut selected = Vec::new();
+        let mut ranges = Vec::new();
+        let mut selected_rows = 0usize;
+        let mut start = 0u64;
+        stats.row_groups_total += md.num_row_groups();
+        for (i, rg) in md.row_groups().iter().enumerate() {
+            let rows = rg.num_rows().max(0) as u64;
+            let rg_range = start..start + rows;
+            start += rows;
+            if let Some((lo, hi)) = time_leaf.and_then(|l| stat_range(rg.column(l).statistics())) {
+                let (lo, hi) = (lo.saturating_mul(unit), hi.saturating_mul(unit));
+                if !req.time.overlaps_closed(crate::types::UnixNanos(lo), crate::types::UnixNanos(hi)) {
+                    continue;
+                }
+            }
+            if let (Some(t), Some(Some(bloom))) = (trace, self.blooms.get(i)) {
+                if !bloom.check(&t.as_bytes()[..]) {
+                    continue;
+                }
+            }
+            let local: Option<Vec<std::ops::Range<usize>>> = match &candidates {
+                Some(cand) => {
+                    let lo = rg_range.start as u32;
+                    let hi = rg_range.end as u32;
+                    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+                    for r in cand.range(lo..hi) {
+                        let r = (r - lo) as usize;
+                        match runs.last_mut() {
+                            Some(last) if last.end == r => last.end = r + 1,
+                            _ => runs.push(r..r + 1),
+                        }
+                    }
+                    if runs.is_empty() {
+                        continue;
+                    }
+                    Some(runs)
+                }
+                None => None,
+            };
+            let base = selected_rows;
+            match local {
+                Some(runs) => ranges.extend(runs.into_iter().map(|r| r.start + base..r.end + base)),
+                None => ranges.push(base..base + rows as usize),
+            }
+            selected_rows += rows as usize;
+            selected.push(i);
+        }
+        if selected.is_empty() {
+            return Ok(Vec::new());
+        }
+        stats.segments_read += 1;
+        stats.row_groups_read += selected.len();
+
+        // 3. Read the surviving rows and columns.
+        let path = self.data_path();
+        let file = std::fs::File::open(&path).at(&path)?;
+        let pschema = self.parquet.parquet_schema();
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
+            .with_row_groups(selected)
+            .with_projection(ProjectionMask::roots(pschema, c.read_columns.iter().copied()))
+            .with_batch_size(8192);
+        if candidates.is_some() {
+            builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(
+                ranges.into_iter(),
+                selected_rows,
+            ));
+        }
+        if let Some(t) = trace {
+            if let Ok(idx) = schema::of(req.signal).index_of(col::TRACE_ID) {
+                let mask = ProjectionMask::roots(pschema, [idx]);
+                let pred = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
+                    let ids = batch
+                        .column(0)
+                        .as_any()
+                        .downcast_ref::<FixedSizeBinaryArray>()
+                        .ok_or_else(|| {
+                            arrow_schema::ArrowError::InvalidArgumentError(
+                                "trace_id is not fixed-size binary".into(),
+                            )
+                        })?;
+                    Ok(trace_eq(ids, &t))
+                });
+                builder = builder.with_row_filter(RowFilter::new(vec![Box::new(pred)]));
+            }
+        }
+        let reader = builder.build()?;
+        let mut out = Vec::new();
+        for batch in reader {
+            let batch = batch.map_err(|e| StorageError::corruption(&path, e.to_string()))?;
+            stats.rows_decoded += batch.num_rows() as u64;
+            if let Some(b) = c.filter(&batch, None)? {
+                stats.rows_returned += b.num_rows() as u64;
+                out.push(b);
+            }
+        }
+        Ok(out)
+    }
+}

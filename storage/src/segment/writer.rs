@@ -1,0 +1,357 @@
+//! Writing a segment: sort, encode Parquet, build postings and the text index, checksum, fsync.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{
+    Array, ArrayRef, MapArray, RecordBatch, StringArray, UInt32Array,
+    UInt64Array,
+};
+use arrow_ord::sort::{SortColumn, lexsort_to_indices};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
+
+use super::{DATA_FILE, META_FILE, POSTINGS_FILE, SERIES_FILE, TEXT_DIR};
+use crate::columnar::{self, AttrReader};
+use crate::error::{IoContext, Result, StorageError};
+use crate::fsutil;
+use crate::manifest::{FileChecksum, SegmentMeta};
+use crate::model::{AttrKind, METRIC_NAME_LABEL, SeriesDef};
+use crate::postings::PostingsBuilder;
+use crate::predicate::CellRenderer;
+use crate::schema::{self, col};
+use crate::text_index::TextIndex;
+use crate::types::{SeriesId, Signal};
+
+/// Layout knobs of written segments.
+#[derive(Clone, Debug)]
+pub struct SegmentWriteOptions {
+    /// Rows per row group for spans and logs.
+    pub row_group_rows: usize,
+    /// Rows per row group for metric samples.
+    pub sample_row_group_rows: usize,
+    /// Rows per data page (smaller pages let trace lookups skip more).
+    pub page_rows: usize,
+    /// zstd level.
+    pub zstd_level: i32,
+}
+
+impl Default for SegmentWriteOptions {
+    fn default() -> Self {
+        Self {
+            row_group_rows: 32 * 1024,
+            sample_row_group_rows: 1024 * 1024,
+            page_rows: 4 * 1024,
+            zstd_level: 3,
+        }
+    }
+}
+
+fn sort_columns(signal: Signal, batch: &RecordBatch) -> Result<Vec<SortColumn>> {
+    let names: &[&str] = match signal {
+        Signal::Spans => &[col::SERVICE_NAME, col::START_TIME],
+        Signal::Logs => &[col::TIME],
+        Signal::Samples => &[col::SERIES_ID, col::TIMESTAMP],
+    };
+    let mut cols: Vec<SortColumn> = names
+        .iter()
+        .map(|n| {
+            batch
+                .column_by_name(n)
+                .cloned()
+                .map(|values| SortColumn {
+                    values,
+                    options: None,
+                })
+                .ok_or_else(|| StorageError::InvalidInput(format!("batch lacks column {n}")))
+        })
+        .collect::<Result<_>>()?;
+    // Insertion order breaks ties, which makes the sort stable and lets sample deduplication
+    // keep the value written last.
+    let order: ArrayRef = Arc::new(UInt32Array::from_iter_values(0..batch.num_rows() as u32));
+    cols.push(SortColumn {
+        values: order,
+        options: None,
+    });
+    Ok(cols)
+}
+
+/// Sorts rows into segment order; for samples, drops all but the last of rows sharing
+/// (series, timestamp).
+pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<RecordBatch> {
+    let indices = lexsort_to_indices(&sort_columns(signal, batch)?, None)?;
+    let indices = if signal == Signal::Samples {
+        let (series, ts, _) = columnar::sample_columns(batch)?;
+        let idx = indices.values();
+        let keep: Vec<u32> = (0..idx.len())
+            .filter(|&i| {
+                let cur = idx[i] as usize;
+                match idx.get(i + 1) {
+                    Some(&next) => {
+                        let next = next as usize;
+                        series.value(cur) != series.value(next) || ts.value(cur) != ts.value(next)
+                    }
+                    None => true,
+                }
+            })
+            .map(|i| idx[i])
+            .collect();
+        UInt32Array::from(keep)
+    } else {
+        indices
+    };
+    Ok(arrow_select::take::take_record_batch(batch, &indices)?)
+}
+
+fn writer_properties(signal: Signal, rows: usize, opts: &SegmentWriteOptions) -> Result<WriterProperties> {
+    let level = ZstdLevel::try_new(opts.zstd_level)?;
+    let mut b = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_data_page_row_count_limit(opts.page_rows)
+        .set_write_batch_size(opts.page_rows.min(8192))
+        .set_created_by(format!("sightline {}", env!("CARGO_PKG_VERSION")));
+    let path = |c: &str| ColumnPath::from(c);
+    match signal {
+        Signal::Spans | Signal::Logs => {
+            let time = if signal == Signal::Spans {
+                col::START_TIME
+            } else {
+                col::TIME
+            };
+            b = b
+                .set_max_row_group_row_count(Some(opts.row_group_rows))
+                .set_column_dictionary_enabled(path(col::TRACE_ID), false)
+                .set_column_dictionary_enabled(path(col::SPAN_ID), false)
+                .set_column_bloom_filter_enabled(path(col::TRACE_ID), true)
+                .set_column_bloom_filter_fpp(path(col::TRACE_ID), 0.01)
+                .set_column_bloom_filter_max_ndv(
+                    path(col::TRACE_ID),
+                    rows.min(opts.row_group_rows).max(1) as u64,
+                )
+                .set_column_dictionary_enabled(path(time), false)
+                .set_column_encoding(path(time), Encoding::DELTA_BINARY_PACKED);
+            if signal == Signal::Spans {
+                b = b
+                    .set_column_dictionary_enabled(path(col::PARENT_SPAN_ID), false)
+                    .set_column_dictionary_enabled(path(col::DURATION), false)
+                    .set_column_encoding(path(col::DURATION), Encoding::DELTA_BINARY_PACKED);
+            } else {
+                b = b
+                    .set_column_dictionary_enabled(path(col::OBSERVED_TIME), false)
+                    .set_column_encoding(path(col::OBSERVED_TIME), Encoding::DELTA_BINARY_PACKED);
+            }
+        }
+        Signal::Samples => {
+            b = b
+                .set_max_row_group_row_count(Some(opts.sample_row_group_rows))
+                .set_column_dictionary_enabled(path(col::TIMESTAMP), false)
+                .set_column_encoding(path(col::TIMESTAMP), Encoding::DELTA_BINARY_PACKED)
+                .set_column_dictionary_enabled(path(col::VALUE), false)
+                .set_column_encoding(path(col::VALUE), Encoding::BYTE_STREAM_SPLIT);
+        }
+    }
+    Ok(b.build())
+}
+
+fn write_parquet(
+    path: &Path,
+    batch: &RecordBatch,
+    props: WriterProperties,
+) -> Result<()> {
+    let file = fs::File::create(path).at(path)?;
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
+    w.write(batch)?;
+    w.close()?;
+    Ok(())
+}
+
+/// Adds one row's attribute map entries to the postings (scalar values only).
+fn index_attrs(p: &mut PostingsBuilder, reader: &AttrReader<'_>, row: usize) -> Result<()> {
+    for e in reader.range(row)? {
+        let key = reader.key(e);
+        // Arrays, maps and bytes are not indexed; their keys become incomplete via a long
+        // placeholder so lookups fall back to scanning.
+        match reader.value_kind(e) {
+            Some(AttrKind::Str | AttrKind::Int | AttrKind::Bool | AttrKind::Double) => {
+                p.add(key, &reader.rendered(e)?, row as u32);
+            }
+            _ => p.mark_incomplete(key),
+        }
+    }
+    Ok(())
+}
+
+fn span_log_postings(signal: Signal, batch: &RecordBatch) -> Result<PostingsBuilder> {
+    let mut p = PostingsBuilder::new();
+    let promoted = match signal {
+        Signal::Spans => schema::SPAN_PROMOTED_KEYS,
+        _ => schema::LOG_PROMOTED_KEYS,
+    };
+    let renderers: Vec<(&str, CellRenderer<'_>)> = promoted
+        .iter()
+        .filter_map(|(key, column)| {
+            let array = batch.column_by_name(column)?;
+            CellRenderer::new(column, array).map(|r| (*key, r))
+        })
+        .collect();
+    let attrs = AttrReader::new(map_col(batch, col::ATTRIBUTES)?)?;
+    let res = AttrReader::new(map_col(batch, col::RESOURCE_ATTRIBUTES)?)?;
+    for row in 0..batch.num_rows() {
+        for (key, r) in &renderers {
+            let v = r.render(row);
+            // Absent optional columns render as "" and are left out, like a missing attribute.
+            if !v.is_empty() {
+                p.add(key, &v, row as u32);
+            }
+        }
+        index_attrs(&mut p, &attrs, row)?;
+        index_attrs(&mut p, &res, row)?;
+    }
+    Ok(p)
+}
+
+fn map_col<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a MapArray> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<MapArray>())
+        .ok_or_else(|| StorageError::InvalidInput(format!("batch lacks column {name}")))
+}
+
+/// Postings over sample rows (series are contiguous after sorting) and the series present.
+fn sample_postings(
+    batch: &RecordBatch,
+    catalog: &HashMap<SeriesId, Arc<SeriesDef>>,
+) -> Result<(PostingsBuilder, Vec<Arc<SeriesDef>>)> {
+    let series = columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
+    let mut p = PostingsBuilder::new();
+    let mut present = Vec::new();
+    let mut start = 0usize;
+    let n = series.len();
+    while start < n {
+        let id = series.value(start);
+        let mut end = start + 1;
+        while end < n && series.value(end) == id {
+            end += 1;
+        }
+        let def = catalog
+            .get(&SeriesId(id))
+            .ok_or(StorageError::UnknownSeries(id))?;
+        let rows = start as u32..end as u32;
+        p.add_range(METRIC_NAME_LABEL, &def.metric_name, rows.clone());
+        for (k, v) in &def.labels {
+            p.add_range(k, v, rows.clone());
+        }
+        present.push(def.clone());
+        start = end;
+    }
+    Ok((p, present))
+}
+
+fn time_bounds(signal: Signal, batch: &RecordBatch) -> Result<(i64, i64)> {
+    let ts = super::time_values(signal, batch)?;
+    let unit = schema::time_unit_nanos(signal);
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for &t in ts.iter() {
+        lo = lo.min(t);
+        hi = hi.max(t);
+    }
+    Ok((lo.saturating_mul(unit), hi.saturating_mul(unit)))
+}
+
+fn checksum_tree(base: &Path, dir: &Path, out: &mut Vec<FileChecksum>) -> Result<()> {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .at(dir)?
+        .collect::<std::io::Result<Vec<_>>>()
+        .at(dir)?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        // Lock files are runtime artefacts, not data.
+        if name.starts_with('.') || name == META_FILE {
+            continue;
+        }
+        if e.file_type().at(&path)?.is_dir() {
+            checksum_tree(base, &path, out)?;
+        } else {
+            let (crc32c, len) = fsutil::file_crc(&path)?;
+            let rel = path
+                .strip_prefix(base)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| name.into_owned());
+            out.push(FileChecksum { name: rel, len, crc32c });
+        }
+    }
+    Ok(())
+}
+
+/// Writes `batch` (any order) as segment `meta.id` under `root`, returning its completed meta.
+/// Nothing is visible until the caller commits the meta to the manifest.
+pub(crate) fn write_segment(
+    root: &Path,
+    mut meta: SegmentMeta,
+    batch: &RecordBatch,
+    catalog: &HashMap<SeriesId, Arc<SeriesDef>>,
+    opts: &SegmentWriteOptions,
+) -> Result<SegmentMeta> {
+    let signal = meta.signal;
+    let sorted = sort_for_segment(signal, batch)?;
+    let dir = root.join(meta.relative_dir());
+    if dir.exists() {
+        // Left over from a crash before the manifest named it.
+        fs::remove_dir_all(&dir).at(&dir)?;
+    }
+    fs::create_dir_all(&dir).at(&dir)?;
+
+    let props = writer_properties(signal, sorted.num_rows(), opts)?;
+    write_parquet(&dir.join(DATA_FILE), &sorted, props)?;
+
+    let postings = match signal {
+        Signal::Spans | Signal::Logs => span_log_postings(signal, &sorted)?,
+        Signal::Samples => {
+            let (p, present) = sample_postings(&sorted, catalog)?;
+            let defs: Vec<&SeriesDef> = present.iter().map(|d| d.as_ref()).collect();
+            let series_batch = columnar::series_to_batch(&defs)?;
+            let props = WriterProperties::builder()
+                .set_compression(Compression::ZSTD(ZstdLevel::try_new(opts.zstd_level)?))
+                .build();
+            write_parquet(&dir.join(SERIES_FILE), &series_batch, props)?;
+            p
+        }
+    };
+    let postings = postings.finish();
+    fs::write(dir.join(POSTINGS_FILE), postings.encode()).at(dir.join(POSTINGS_FILE))?;
+
+    if signal == Signal::Logs {
+        let bodies = columnar::decode_column::<StringArray>(&sorted, col::BODY)?;
+        TextIndex::build(
+            &dir.join(TEXT_DIR),
+            (0..bodies.len()).map(|i| bodies.value(i)),
+        )?;
+    }
+
+    let (lo, hi) = time_bounds(signal, &sorted)?;
+    meta.min_time = crate::types::UnixNanos(lo);
+    meta.max_time = crate::types::UnixNanos(hi);
+    meta.rows = sorted.num_rows() as u64;
+    let mut files = Vec::new();
+    checksum_tree(&dir, &dir, &mut files)?;
+    meta.files = files;
+    let meta_json = serde_json::to_vec_pretty(&meta)
+        .map_err(|e| StorageError::InvalidInput(format!("segment meta: {e}")))?;
+    fs::write(dir.join(META_FILE), meta_json).at(dir.join(META_FILE))?;
+    fsutil::sync_tree(&dir)?;
+    if let Some(parent) = dir.parent() {
+        fsutil::sync_dir(parent)?;
+        if let Some(gp) = parent.parent() {
+            fsutil::sync_dir(gp)?;
+        }
+    }
+    Ok(meta)
+}

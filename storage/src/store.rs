@@ -1,0 +1,496 @@
+//! The store: one data directory, all tenants and signals.
+//!
+//! Write path: [`Store::append_spans`] / [`Store::append_logs`] / [`Store::append_metrics`]
+//! encode the rows to Arrow, reserve memory, then under the state lock assign an LSN, write the
+//! WAL record and insert into the memtable; the caller is acknowledged once the record is durable
+//! (group commit). Flushes freeze all memtables, write segments, commit them in the manifest and
+//! checkpoint the WAL.
+//!
+//! Read path: [`Store::scan`] snapshots segments and memtables under the same lock, so every
+//! acknowledged row is visible exactly once, whether it is still in memory, being flushed, or on
+//! disk.
+
+mod background;
+mod flush;
+mod maintenance;
+mod recovery;
+mod scan;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use arrow_array::RecordBatch;
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+
+pub use recovery::OpenReport;
+pub use scan::ScanResult;
+
+use crate::columnar;
+use crate::config::StoreConfig;
+use crate::error::{Result, StorageError};
+use crate::manifest::Manifest;
+use crate::memtable::{MemSnapshot, Memtable, MemoryBudget};
+use crate::model::{LogRecord, MetricBatch, SeriesDef, SpanRecord};
+use crate::segment::Segment;
+use crate::series::SeriesCatalog;
+use crate::types::{Lsn, SeriesId, Signal, TenantId, UnixNanos};
+use crate::wal::{self, FsyncPolicy, Wal};
+
+type TableKey = (TenantId, Signal);
+
+/// Memtables frozen for one flush; readable until their segments are installed.
+#[derive(Debug)]
+struct FrozenSet {
+    tables: Vec<(TableKey, MemSnapshot, usize)>,
+    /// Every WAL record at or below this LSN is in these (or earlier) memtables.
+    checkpoint: Lsn,
+}
+
+struct State {
+    next_lsn: Lsn,
+    active: HashMap<TableKey, Memtable>,
+    frozen: Vec<Arc<FrozenSet>>,
+    segments: HashMap<TableKey, Vec<Arc<Segment>>>,
+    manifest: Manifest,
+    catalogs: HashMap<TenantId, SeriesCatalog>,
+    closed: bool,
+}
+
+/// Counters for monitoring, all monotonic.
+#[derive(Debug, Default)]
+struct Counters {
+    appends: AtomicU64,
+    rows_appended: AtomicU64,
+    rejected_over_budget: AtomicU64,
+    flushes: AtomicU64,
+    flush_errors: AtomicU64,
+    segments_written: AtomicU64,
+    compactions: AtomicU64,
+    retention_dropped_segments: AtomicU64,
+    quarantined_segments: AtomicU64,
+}
+
+/// A point-in-time view of the store's counters and sizes.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StoreStats {
+    /// Successful appends.
+    pub appends: u64,
+    /// Rows appended.
+    pub rows_appended: u64,
+    /// Appends refused for memory.
+    pub rejected_over_budget: u64,
+    /// Completed flushes.
+    pub flushes: u64,
+    /// Failed flush attempts.
+    pub flush_errors: u64,
+    /// Segments written by flushes and compactions.
+    pub segments_written: u64,
+    /// Compactions (merges) performed.
+    pub compactions: u64,
+    /// Segments dropped by retention.
+    pub retention_dropped_segments: u64,
+    /// Segments quarantined since open (including at open).
+    pub quarantined_segments: u64,
+    /// Bytes of unflushed data.
+    pub memtable_bytes: usize,
+    /// Memory budget.
+    pub memory_budget_bytes: usize,
+    /// Live segments.
+    pub segments: usize,
+    /// Bytes of live segments on disk.
+    pub segment_bytes: u64,
+    /// Rows in live segments.
+    pub segment_rows: u64,
+    /// WAL statistics.
+    pub wal: wal::WalStats,
+}
+
+pub(crate) struct Inner {
+    root: PathBuf,
+    config: StoreConfig,
+    wal: Wal,
+    state: Mutex<State>,
+    /// Serialises flush, compaction, retention and quarantine: the manifest's writers.
+    maintenance: Mutex<()>,
+    budget: MemoryBudget,
+    counters: Counters,
+    wake: Condvar,
+    wake_lock: Mutex<bool>,
+    shutdown: AtomicBool,
+    _lock_file: File,
+}
+
+/// An open data directory. Cheap to share: clone the `Arc`.
+pub struct Store {
+    inner: Arc<Inner>,
+    background: Mutex<Option<std::thread::JoinHandle<()>>>,
+    report: OpenReport,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("root", &self.inner.root)
+            .finish_non_exhaustive()
+    }
+}
+
+fn time_bounds(signal: Signal, batch: &RecordBatch) -> Result<(UnixNanos, UnixNanos)> {
+    let ts = crate::segment::time_values(signal, batch)?;
+    let unit = crate::schema::time_unit_nanos(signal);
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for &t in ts.iter() {
+        lo = lo.min(t);
+        hi = hi.max(t);
+    }
+    Ok((
+        UnixNanos(lo.saturating_mul(unit)),
+        UnixNanos(hi.saturating_mul(unit)),
+    ))
+}
+
+impl Store {
+    /// Opens (or creates) the data directory at `root`: takes its lock, loads the manifest,
+    /// verifies and opens segments (quarantining damaged ones), deletes leftovers of interrupted
+    /// operations, and replays the WAL. See [`Store::open_report`] for what was found.
+    pub fn open(root: impl AsRef<Path>, config: StoreConfig) -> Result<Self> {
+        let inner = recovery::open(root.as_ref(), config)?;
+        let (inner, report) = inner;
+        let inner = Arc::new(inner);
+        let store = Self {
+            background: Mutex::new(None),
+            report,
+            inner: inner.clone(),
+        };
+        if inner.config.background {
+            *store.background.lock() = Some(background::spawn(inner)?);
+        }
+        Ok(store)
+    }
+
+    /// What opening found: replayed records, truncated WAL bytes, quarantined segments.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    /// The data directory.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
+    /// Appends spans; returns once durable under the configured fsync policy.
+    pub fn append_spans(&self, tenant: &TenantId, spans: &[SpanRecord]) -> Result<()> {
+        if spans.is_empty() {
+            return Ok(());
+        }
+        let batch = columnar::spans_to_batch(spans)?;
+        self.inner.append(tenant, Signal::Spans, batch, Vec::new())
+    }
+
+    /// Appends log records; returns once durable.
+    pub fn append_logs(&self, tenant: &TenantId, logs: &[LogRecord]) -> Result<()> {
+        if logs.is_empty() {
+            return Ok(());
+        }
+        let batch = columnar::logs_to_batch(logs)?;
+        self.inner.append(tenant, Signal::Logs, batch, Vec::new())
+    }
+
+    /// Appends metric samples with the series they use; returns once durable. Every sample's
+    /// series must be in `batch.series` or already known, and each definition's id must match
+    /// its name and labels; otherwise nothing is written.
+    pub fn append_metrics(&self, tenant: &TenantId, batch: &MetricBatch) -> Result<()> {
+        if batch.samples.is_empty() {
+            return Ok(());
+        }
+        let mut defs: HashMap<SeriesId, &SeriesDef> = HashMap::new();
+        for d in &batch.series {
+            if SeriesDef::compute_id(&d.metric_name, &d.labels) != d.id {
+                return Err(StorageError::InvalidInput(format!(
+                    "series {:#x} ({}) does not match its name and labels",
+                    d.id.0, d.metric_name
+                )));
+            }
+            if d.labels.windows(2).any(|w| w[0].0 >= w[1].0) {
+                return Err(StorageError::InvalidInput(format!(
+                    "labels of series {} are not sorted and unique",
+                    d.metric_name
+                )));
+            }
+            defs.insert(d.id, d);
+        }
+        let mut used: Vec<SeriesDef> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for s in &batch.samples {
+            if seen.insert(s.series) {
+                if let Some(d) = defs.get(&s.series) {
+                    used.push((*d).clone());
+                } else {
+                    used.push(SeriesDef {
+                        id: s.series,
+                        metric_name: String::new(),
+                        kind: Default::default(),
+                        unit: String::new(),
+                        help: String::new(),
+                        labels: Vec::new(),
+                    });
+                }
+            }
+        }
+        let rows = columnar::samples_to_batch(&batch.samples)?;
+        self.inner.append(tenant, Signal::Samples, rows, used)
+    }
+
+    /// Reads rows; see [`crate::ScanRequest`].
+    pub fn scan(&self, req: &crate::ScanRequest) -> Result<ScanResult> {
+        scan::scan(&self.inner, req)
+    }
+
+    /// Every span of a trace, decoded (any order).
+    pub fn trace(&self, tenant: &TenantId, trace_id: crate::TraceId) -> Result<Vec<SpanRecord>> {
+        let req = crate::ScanRequest::new(tenant.clone(), Signal::Spans, crate::TimeRange::ALL)
+            .with(crate::Predicate::TraceId(trace_id));
+        let res = self.scan(&req)?;
+        let mut out = Vec::new();
+        for b in &res.batches {
+            out.extend(columnar::spans_from_batch(b)?);
+        }
+        Ok(out)
+    }
+
+    /// Series of `tenant` whose labels satisfy every matcher.
+    pub fn series(&self, tenant: &TenantId, matchers: &[crate::Matcher]) -> Vec<Arc<SeriesDef>> {
+        let state = self.inner.state.lock();
+        let refs: Vec<&crate::Matcher> = matchers.iter().collect();
+        state
+            .catalogs
+            .get(tenant)
+            .map(|c| c.select(&refs))
+            .unwrap_or_default()
+    }
+
+    /// Label names known for `tenant`, sorted.
+    pub fn label_names(&self, tenant: &TenantId) -> Vec<String> {
+        let state = self.inner.state.lock();
+        state.catalogs.get(tenant).map(|c| c.label_names()).unwrap_or_default()
+    }
+
+    /// Values of label `name` for `tenant`, sorted.
+    pub fn label_values(&self, tenant: &TenantId, name: &str) -> Vec<String> {
+        let state = self.inner.state.lock();
+        state
+            .catalogs
+            .get(tenant)
+            .map(|c| c.label_values(name))
+            .unwrap_or_default()
+    }
+
+    /// Tenants with any data.
+    pub fn tenants(&self) -> Vec<TenantId> {
+        let state = self.inner.state.lock();
+        let mut t: Vec<TenantId> = state
+            .active
+            .keys()
+            .chain(state.segments.keys())
+            .map(|(t, _)| t.clone())
+            .collect();
+        t.sort();
+        t.dedup();
+        t
+    }
+
+    /// Flushes every memtable to segments now.
+    pub fn flush(&self) -> Result<()> {
+        flush::flush(&self.inner)
+    }
+
+    /// Merges small segments now; returns how many merges ran.
+    pub fn compact(&self) -> Result<usize> {
+        maintenance::compact(&self.inner)
+    }
+
+    /// Applies retention now; returns how many segments were dropped.
+    pub fn apply_retention(&self) -> Result<usize> {
+        maintenance::apply_retention(&self.inner)
+    }
+
+    /// Live segments' metadata.
+    pub fn segments(&self) -> Vec<crate::SegmentMeta> {
+        self.inner.state.lock().manifest.segments.clone()
+    }
+
+    /// Paths of the Parquet files of live segments of a tenant and signal (for external engines).
+    pub fn parquet_files(&self, tenant: &TenantId, signal: Signal) -> Vec<PathBuf> {
+        let state = self.inner.state.lock();
+        state
+            .segments
+            .get(&(tenant.clone(), signal))
+            .map(|v| v.iter().map(|s| s.data_path()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Counters and sizes.
+    pub fn stats(&self) -> StoreStats {
+        let c = &self.inner.counters;
+        let state = self.inner.state.lock();
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StoreStats {
+            appends: l(&c.appends),
+            rows_appended: l(&c.rows_appended),
+            rejected_over_budget: l(&c.rejected_over_budget),
+            flushes: l(&c.flushes),
+            flush_errors: l(&c.flush_errors),
+            segments_written: l(&c.segments_written),
+            compactions: l(&c.compactions),
+            retention_dropped_segments: l(&c.retention_dropped_segments),
+            quarantined_segments: l(&c.quarantined_segments),
+            memtable_bytes: self.inner.budget.used(),
+            memory_budget_bytes: self.inner.budget.limit(),
+            segments: state.manifest.segments.len(),
+            segment_bytes: state.manifest.segments.iter().map(|s| s.bytes()).sum(),
+            segment_rows: state.manifest.segments.iter().map(|s| s.rows).sum(),
+            wal: self.inner.wal.stats(),
+        }
+    }
+
+    /// Flushes, fsyncs and stops the background thread. Appends fail afterwards.
+    pub fn close(&self) -> Result<()> {
+        self.inner.shutdown.store(true, Ordering::Release);
+        self.inner.notify();
+        if let Some(h) = self.background.lock().take() {
+            let _ = h.join();
+        }
+        let result = flush::flush(&self.inner);
+        let sync = self.inner.wal.sync_now();
+        self.inner.state.lock().closed = true;
+        result.and(sync)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.inner.shutdown.store(true, Ordering::Release);
+        self.inner.notify();
+        if let Some(h) = self.background.lock().take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Inner {
+    fn notify(&self) {
+        let mut w = self.wake_lock.lock();
+        *w = true;
+        self.wake.notify_all();
+    }
+
+    /// Appends one batch: WAL, memtable, durability.
+    fn append(
+        &self,
+        tenant: &TenantId,
+        signal: Signal,
+        batch: RecordBatch,
+        series: Vec<SeriesDef>,
+    ) -> Result<()> {
+        let rows = batch.num_rows();
+        let (min_time, max_time) = time_bounds(signal, &batch)?;
+        let bytes = columnar::batch_bytes(&batch) + series.len() * 128;
+        let rows_ipc = wal::entry::ipc_bytes(&batch)?;
+        if let Err(e) = self.budget.reserve(bytes, self.config.retry_after) {
+            self.counters.rejected_over_budget.fetch_add(1, Ordering::Relaxed);
+            self.notify();
+            return Err(e);
+        }
+        let lsn = {
+            let mut state = self.state.lock();
+            match self.append_locked(&mut state, tenant, signal, batch, series, &rows_ipc, (min_time, max_time), bytes) {
+                Ok(lsn) => lsn,
+                Err(e) => {
+                    drop(state);
+                    self.budget.release(bytes);
+                    return Err(e);
+                }
+            }
+        };
+        if self.config.fsync == FsyncPolicy::Always {
+            self.wal.wait_durable(lsn)?;
+        }
+        self.counters.appends.fetch_add(1, Ordering::Relaxed);
+        self.counters.rows_appended.fetch_add(rows as u64, Ordering::Relaxed);
+        if self.budget.used() >= self.config.flush_threshold_bytes {
+            self.notify();
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn append_locked(
+        &self,
+        state: &mut State,
+        tenant: &TenantId,
+        signal: Signal,
+        batch: RecordBatch,
+        series: Vec<SeriesDef>,
+        rows_ipc: &[u8],
+        (min_time, max_time): (UnixNanos, UnixNanos),
+        bytes: usize,
+    ) -> Result<Lsn> {
+        if state.closed {
+            return Err(StorageError::Closed);
+        }
+        // Series: the ones not yet known must be defined here; they go into the same record.
+        let mut new_series: Vec<Arc<SeriesDef>> = Vec::new();
+        if signal == Signal::Samples {
+            let known = state.catalogs.get(tenant);
+            for d in series {
+                if known.is_some_and(|c| c.contains(d.id)) {
+                    continue;
+                }
+                if d.metric_name.is_empty() {
+                    return Err(StorageError::UnknownSeries(d.id.0));
+                }
+                new_series.push(Arc::new(d));
+            }
+            let have = known.map_or(0, SeriesCatalog::len);
+            if have + new_series.len() > self.config.max_series_per_tenant {
+                return Err(StorageError::CardinalityLimit {
+                    tenant: tenant.to_string(),
+                    limit: self.config.max_series_per_tenant,
+                });
+            }
+        }
+        let series_ipc = if new_series.is_empty() {
+            Vec::new()
+        } else {
+            let refs: Vec<&SeriesDef> = new_series.iter().map(|d| d.as_ref()).collect();
+            wal::entry::ipc_bytes(&columnar::series_to_batch(&refs)?)?
+        };
+        let mut payload = Vec::with_capacity(rows_ipc.len() + series_ipc.len() + 64);
+        wal::entry::encode_header(tenant, signal, &series_ipc, &mut payload);
+        payload.extend_from_slice(rows_ipc);
+        let lsn = state.next_lsn;
+        self.wal.append(lsn, &payload)?;
+        state.next_lsn = Lsn(lsn.0 + 1);
+        if !new_series.is_empty() {
+            let cat = state.catalogs.entry(tenant.clone()).or_default();
+            for d in new_series {
+                cat.insert(d);
+            }
+        }
+        state
+            .active
+            .entry((tenant.clone(), signal))
+            .or_insert_with(|| Memtable::new(signal))
+            .insert(batch, min_time, max_time, bytes, lsn)?;
+        Ok(lsn)
+    }
+}

@@ -1,0 +1,234 @@
+//! Full-text index over log bodies, one tantivy index per log segment (and an in-memory one,
+//! built incrementally on first use, for unflushed log rows).
+//!
+//! Documents carry the body (tokenized, not stored) and the row number as a fast field, so a
+//! query answers a roaring bitmap of rows that the segment reader turns into a row selection.
+//! Queries use tantivy's query syntax (`timeout AND "tool call"`, `-debug`, `retr*`); terms are
+//! combined with AND by default, as users of log search expect.
+
+use std::path::Path;
+
+use roaring::RoaringBitmap;
+use tantivy::collector::DocSetCollector;
+use tantivy::query::QueryParser;
+use tantivy::schema::{FAST, Field, STRING, Schema, TEXT};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
+
+use crate::error::{IoContext, Result, StorageError};
+
+/// Memory arena for the single indexing thread (tantivy's minimum is 15 MB).
+const WRITER_ARENA_BYTES: usize = 32 << 20;
+
+struct Fields {
+    body: Field,
+    row: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let body = b.add_text_field("body", TEXT);
+    let row = b.add_u64_field("row", FAST);
+    // Reserved for indexing string attributes later without a format change.
+    let _attrs = b.add_text_field("attrs", STRING);
+    (b.build(), Fields { body, row })
+}
+
+/// A searchable text index.
+pub struct TextIndex {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+impl std::fmt::Debug for TextIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextIndex").finish_non_exhaustive()
+    }
+}
+
+fn add_docs<'a>(
+    writer: &mut IndexWriter<TantivyDocument>,
+    fields: &Fields,
+    first_row: u32,
+    bodies: impl Iterator<Item = &'a str>,
+) -> Result<()> {
+    for (i, body) in bodies.enumerate() {
+        let mut doc = TantivyDocument::default();
+        doc.add_text(fields.body, body);
+        doc.add_u64(fields.row, u64::from(first_row) + i as u64);
+        writer.add_document(doc)?;
+    }
+    Ok(())
+}
+
+impl TextIndex {
+    /// Builds an index of `bodies` (row `i` is the `i`-th body) in directory `dir`.
+    pub fn build<'a>(dir: &Path, bodies: impl Iterator<Item = &'a str>) -> Result<()> {
+        std::fs::create_dir_all(dir).at(dir)?;
+        let (schema, fields) = schema();
+        let index = Index::create_in_dir(dir, schema)?;
+        let mut writer: IndexWriter<TantivyDocument> =
+            index.writer_with_num_threads(1, WRITER_ARENA_BYTES)?;
+        add_docs(&mut writer, &fields, 0, bodies)?;
+        writer.commit()?;
+        writer.wait_merging_threads()?;
+        Ok(())
+    }
+
+    /// Opens an index built by [`TextIndex::build`], verifying tantivy's own file checksums.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let index = Index::open_in_dir(dir)?;
+        let damaged = index.validate_checksum()?;
+        if !damaged.is_empty() {
+            return Err(StorageError::corruption(
+                dir,
+                format!("text index files fail their checksums: {damaged:?}"),
+            ));
+        }
+        Self::from_index(index)
+    }
+
+    fn from_index(index: Index) -> Result<Self> {
+        let (_, fields) = schema();
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Self {
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    /// Rows whose body matches `query` (tantivy syntax, AND by default).
+    pub fn search(&self, query: &str) -> Result<RoaringBitmap> {
+        let mut parser = QueryParser::for_index(&self.index, vec![self.fields.body]);
+        parser.set_conjunction_by_default();
+        let q = parser
+            .parse_query(query)
+            .map_err(|e| StorageError::InvalidQuery(format!("full-text query {query:?}: {e}")))?;
+        let searcher = self.reader.searcher();
+        let docs = searcher.search(&*q, &DocSetCollector)?;
+        let mut rows = RoaringBitmap::new();
+        let mut columns = Vec::with_capacity(searcher.segment_readers().len());
+        for seg in searcher.segment_readers() {
+            columns.push(seg.fast_fields().u64("row")?);
+        }
+        for addr in docs {
+            let row = columns
+                .get(addr.segment_ord as usize)
+                .and_then(|c| c.first(addr.doc_id))
+                .ok_or_else(|| StorageError::corruption("<text index>", "document without row"))?;
+            rows.insert(u32::try_from(row).map_err(|_| {
+                StorageError::corruption("<text index>", "row number out of range")
+            })?);
+        }
+        Ok(rows)
+    }
+
+    /// Checks that `query` parses, without running it.
+    pub fn validate_query(query: &str) -> Result<()> {
+        let (schema, fields) = schema();
+        let index = Index::create_in_ram(schema);
+        let mut parser = QueryParser::for_index(&index, vec![fields.body]);
+        parser.set_conjunction_by_default();
+        parser
+            .parse_query(query)
+            .map(|_| ())
+            .map_err(|e| StorageError::InvalidQuery(format!("full-text query {query:?}: {e}")))
+    }
+}
+
+/// An in-memory index that grows as unflushed log rows are searched.
+pub struct RamTextIndex {
+    writer: IndexWriter<TantivyDocument>,
+    inner: TextIndex,
+    indexed_rows: u32,
+}
+
+impl std::fmt::Debug for RamTextIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RamTextIndex")
+            .field("indexed_rows", &self.indexed_rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RamTextIndex {
+    /// A new, empty index.
+    pub fn new() -> Result<Self> {
+        let (schema, _) = schema();
+        let index = Index::create_in_ram(schema);
+        let writer = index.writer_with_num_threads(1, WRITER_ARENA_BYTES)?;
+        Ok(Self {
+            writer,
+            inner: TextIndex::from_index(index)?,
+            indexed_rows: 0,
+        })
+    }
+
+    /// Rows indexed so far.
+    pub fn indexed_rows(&self) -> u32 {
+        self.indexed_rows
+    }
+
+    /// Indexes further rows (numbered from [`RamTextIndex::indexed_rows`]) and makes them
+    /// searchable.
+    pub fn extend<'a>(&mut self, bodies: impl Iterator<Item = &'a str>) -> Result<()> {
+        let before = self.indexed_rows;
+        let mut n = 0u32;
+        let fields = &self.inner.fields;
+        add_docs(
+            &mut self.writer,
+            fields,
+            before,
+            bodies.inspect(|_| n += 1),
+        )?;
+        if n > 0 {
+            self.writer.commit()?;
+            self.inner.reader.reload()?;
+            self.indexed_rows += n;
+        }
+        Ok(())
+    }
+
+    /// Searches the indexed rows.
+    pub fn search(&self, query: &str) -> Result<RoaringBitmap> {
+        self.inner.search(query)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_open_search() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bodies = [
+            "retriever timeout after 30s",
+            "tool call succeeded",
+            "Tool call failed: timeout",
+        ];
+        TextIndex::build(dir.path(), bodies.iter().copied()).expect("build");
+        let idx = TextIndex::open(dir.path()).expect("open");
+        let rows: Vec<u32> = idx.search("timeout").expect("search").iter().collect();
+        assert_eq!(rows, vec![0, 2]);
+        let rows: Vec<u32> = idx.search("tool call").expect("search").iter().collect();
+        assert_eq!(rows, vec![1, 2]);
+        let rows: Vec<u32> = idx.search("\"call failed\"").expect("search").iter().collect();
+        assert_eq!(rows, vec![2]);
+        assert!(idx.search("body:(").is_err());
+    }
+
+    #[test]
+    fn ram_index_grows() {
+        let mut idx = RamTextIndex::new().expect("new");
+        idx.extend(["alpha beta", "gamma"].into_iter()).expect("extend");
+        idx.extend(["beta delta"].into_iter()).expect("extend");
+        assert_eq!(idx.indexed_rows(), 3);
+        let rows: Vec<u32> = idx.search("beta").expect("search").iter().collect();
+        assert_eq!(rows, vec![0, 2]);
+    }
+}
