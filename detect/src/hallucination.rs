@@ -10,17 +10,20 @@
 //! |---|---|---|
 //! | `unsupported_share` | weighted share of answer units missing from their sentence's best passage ([`grounding`]) | 2.5 |
 //! | `worst_sentence_gap` | `1 -` coverage of the least supported sentence | 2.0 |
-//! | `number_gap` | share of numbers missing from their sentence's best passage | 2.5 |
-//! | `entity_gap` | share of entities missing from their sentence's best passage | 1.0 |
+//! | `number_gap` | share of numbers missing from their sentence's best passage | 3.0 |
+//! | `entity_gap` | share of entities missing from their sentence's best passage | 2.0 |
 //! | `novelty` | weighted share of units found in no document at all | 1.0 |
-//! | `entropy` | mean token entropy / `ln(k+1)` ([`crate::entropy`]) | 1.5 |
-//! | `entropy_p90` | 90th-percentile token entropy / `ln(k+1)` | 1.0 |
-//! | `low_confidence` | share of tokens with `p < low_confidence_prob` | 1.5 |
+//! | `entropy` | mean token entropy / `ln(k+1)` ([`crate::entropy`]) | 0.5 |
+//! | `entropy_spike` | (max - mean) token entropy / `ln(k+1)`: a localised burst of uncertainty | 2.0 |
+//! | `low_confidence` | share of tokens with `p < low_confidence_prob` | 1.0 |
 //!
 //! with `bias = -4.5`. The logistic form follows the usual practice of combining detector
 //! signals by a linear score (e.g. the feature-based detectors of Manakul et al. 2023 and
 //! Zhou et al. 2021); the weights were set by hand and then adjusted once on the generated
-//! *development* split (seed [`crate::eval::DEV_SEED`]), never on the evaluation seeds. When
+//! *development* split (seed [`crate::eval::DEV_SEED`]), never on the evaluation seeds: on
+//! that split the uncertainty features add little to grounding (AUROC 0.922 without them,
+//! 0.940 with the final weights, mostly from the entity and number weights), because in
+//! the generated data, as in practice, confident fabrications are common. When
 //! logprobs are absent the uncertainty features take their `neutral` value (0.25) and the
 //! record says so; without documents, the grounding features are 1 (nothing is supported).
 //!
@@ -49,7 +52,7 @@ pub struct IndexWeights {
     pub entity_gap: f64,
     pub novelty: f64,
     pub entropy: f64,
-    pub entropy_p90: f64,
+    pub entropy_spike: f64,
     pub low_confidence: f64,
     /// Value of each uncertainty feature when no logprobs are available.
     pub neutral: f64,
@@ -61,12 +64,12 @@ impl Default for IndexWeights {
             bias: -4.5,
             unsupported_share: 2.5,
             worst_sentence_gap: 2.0,
-            number_gap: 2.5,
-            entity_gap: 1.0,
+            number_gap: 3.0,
+            entity_gap: 2.0,
             novelty: 1.0,
-            entropy: 1.5,
-            entropy_p90: 1.0,
-            low_confidence: 1.5,
+            entropy: 0.5,
+            entropy_spike: 2.0,
+            low_confidence: 1.0,
             neutral: 0.25,
         }
     }
@@ -150,7 +153,7 @@ pub struct IndexFeatures {
     pub entity_gap: f64,
     pub novelty: f64,
     pub entropy: f64,
-    pub entropy_p90: f64,
+    pub entropy_spike: f64,
     pub low_confidence: f64,
     /// Whether the uncertainty features came from logprobs (false: neutral values).
     pub uncertainty_available: bool,
@@ -204,11 +207,12 @@ pub fn hallucination_index_parts(
     }
     let w = &opts.weights;
     let grounding = grounding::ground(answer, documents, opts.support_threshold);
-    let (entropy, entropy_p90, low_confidence, available) = match &uncertainty {
+    let (entropy, entropy_spike, low_confidence, available) = match &uncertainty {
         Some(u) => {
             let scale = ((u.top_k as f64) + 1.0).ln().max(f64::MIN_POSITIVE);
             let norm = |v: Option<f64>| v.map_or(w.neutral, |h| (h / scale).clamp(0.0, 1.0));
-            (norm(u.entropy_mean), norm(u.entropy_p90), u.low_confidence.tokens_below as f64 / u.tokens.max(1) as f64, true)
+            let spike = u.entropy_max.zip(u.entropy_mean).map(|(max, mean)| max - mean);
+            (norm(u.entropy_mean), norm(spike), u.low_confidence.tokens_below as f64 / u.tokens.max(1) as f64, true)
         }
         None => (w.neutral, w.neutral, w.neutral, false),
     };
@@ -219,7 +223,7 @@ pub fn hallucination_index_parts(
         entity_gap: grounding.entity_gap.unwrap_or(0.0),
         novelty: grounding.novelty,
         entropy,
-        entropy_p90,
+        entropy_spike,
         low_confidence,
         uncertainty_available: available,
         grounding_available: !documents.is_empty(),
@@ -231,7 +235,7 @@ pub fn hallucination_index_parts(
         + w.entity_gap * features.entity_gap
         + w.novelty * features.novelty
         + w.entropy * features.entropy
-        + w.entropy_p90 * features.entropy_p90
+        + w.entropy_spike * features.entropy_spike
         + w.low_confidence * features.low_confidence;
     if !z.is_finite() {
         return Err(DetectError::Numerical { what: "hallucination index" });
@@ -332,7 +336,7 @@ mod tests {
             if let Ok(r) = hallucination_index_parts(&answer, &documents, u, &HallucinationOptions::default()) {
                 prop_assert!((0.0..=1.0).contains(&r.evaluation.score_value));
                 let f = r.features;
-                for v in [f.unsupported_share, f.worst_sentence_gap, f.number_gap, f.entity_gap, f.novelty, f.entropy, f.entropy_p90, f.low_confidence] {
+                for v in [f.unsupported_share, f.worst_sentence_gap, f.number_gap, f.entity_gap, f.novelty, f.entropy, f.entropy_spike, f.low_confidence] {
                     prop_assert!((0.0..=1.0).contains(&v));
                 }
             }

@@ -26,6 +26,8 @@ pub mod entropy;
 pub mod logprobs;
 pub mod causal_graph;
 pub mod error;
+pub mod eval;
+pub mod hallucination;
 pub mod granger;
 pub mod ols;
 pub mod stats;

@@ -27,7 +27,7 @@ use parquet::bloom_filter::Sbbf;
 use parquet::file::metadata::PageIndexPolicy;
 
 pub use scan::ScanStats;
-pub(crate) use writer::write_segment;
+pub(crate) use writer::{sort_samples, write_segment};
 pub use writer::SegmentWriteOptions;
 
 use crate::error::{IoContext, Result, StorageError};

@@ -263,47 +263,67 @@ fn answer_sentence(rng: &mut SplitMix64, c: &Company, a: Attr) -> String {
     }
 }
 
-/// Corrupt `a` of the target; returns the modified company and the kind.
+fn attr_value(c: &Company, a: Attr) -> String {
+    match a {
+        Attr::Founded => c.founded.to_string(),
+        Attr::City => c.city.clone(),
+        Attr::Employees => c.employees.to_string(),
+        Attr::Revenue => format!("{:.1}", c.revenue),
+        Attr::Ceo => c.ceo.clone(),
+        Attr::Product => c.launch.to_string(),
+        Attr::Growth => c.growth.to_string(),
+    }
+}
+
+fn set_from(c: &mut Company, donor: &Company, a: Attr) {
+    match a {
+        Attr::Founded => c.founded = donor.founded,
+        Attr::City => c.city.clone_from(&donor.city),
+        Attr::Employees => c.employees = donor.employees,
+        Attr::Revenue => c.revenue = donor.revenue,
+        Attr::Ceo => c.ceo.clone_from(&donor.ceo),
+        Attr::Product => c.launch = donor.launch,
+        Attr::Growth => c.growth = donor.growth,
+    }
+}
+
+fn set_fresh(rng: &mut SplitMix64, c: &mut Company, a: Attr) {
+    let delta = 1 + rng.range(0, 6) as u32;
+    match a {
+        Attr::Founded => c.founded = c.founded.saturating_sub(delta),
+        Attr::City => c.city = rng.pick(CITIES).to_string(),
+        Attr::Employees => c.employees = c.employees + 100 * (3 + rng.range(0, 40) as u32),
+        Attr::Revenue => c.revenue = ((c.revenue * (1.2 + rng.unit())) * 10.0).round() / 10.0 + 0.3,
+        Attr::Ceo => c.ceo = format!("{} {}", rng.pick(FIRST), rng.pick(LAST)),
+        Attr::Product => c.launch += delta,
+        Attr::Growth => c.growth += delta + 3,
+    }
+}
+
+/// Corrupt attribute `a` of the target: swap in a distractor company's value (which is in the
+/// documents) or invent a fresh one; the value always differs from the truth.
 fn corrupt(rng: &mut SplitMix64, target: &Company, others: &[Company], a: Attr, hard: bool) -> (Company, &'static str) {
+    let numeric = !matches!(a, Attr::Ceo | Attr::City);
+    let truth = attr_value(target, a);
+    if hard || rng.chance(0.5) {
+        let start = rng.range(0, others.len());
+        for k in 0..others.len() {
+            let donor = &others[(start + k) % others.len()];
+            if attr_value(donor, a) != truth {
+                let mut c = target.clone();
+                set_from(&mut c, donor, a);
+                return (c, if numeric { "number_swap" } else { "entity_swap" });
+            }
+        }
+    }
     let mut c = target.clone();
-    let donor = &others[rng.range(0, others.len())];
-    let swap = hard || rng.chance(0.5);
-    let kind = match a {
-        Attr::Founded | Attr::Employees | Attr::Revenue | Attr::Growth | Attr::Product => {
-            if swap {
-                c.founded = if a == Attr::Founded { donor.founded } else { c.founded };
-                c.employees = if a == Attr::Employees { donor.employees } else { c.employees };
-                c.revenue = if a == Attr::Revenue { donor.revenue } else { c.revenue };
-                c.growth = if a == Attr::Growth { donor.growth } else { c.growth };
-                if a == Attr::Product {
-                    c.launch = donor.launch;
-                }
-                "number_swap"
-            } else {
-                let delta = 1 + rng.range(0, 6) as u32;
-                match a {
-                    Attr::Founded => c.founded = c.founded.saturating_sub(delta),
-                    Attr::Employees => c.employees = c.employees / 100 * (60 + rng.range(0, 30) as u32) + 100,
-                    Attr::Revenue => c.revenue = (c.revenue * (1.2 + rng.unit())).round() / 1.0 + 0.5,
-                    Attr::Growth => c.growth += delta + 3,
-                    _ => c.launch += delta,
-                }
-                "fresh_number"
-            }
+    for _ in 0..16 {
+        set_fresh(rng, &mut c, a);
+        if attr_value(&c, a) != truth {
+            break;
         }
-        Attr::Ceo | Attr::City => {
-            if swap {
-                c.ceo = if a == Attr::Ceo { donor.ceo.clone() } else { c.ceo };
-                c.city = if a == Attr::City { donor.city.clone() } else { c.city };
-                "entity_swap"
-            } else {
-                c.ceo = if a == Attr::Ceo { format!("{} {}", rng.pick(FIRST), rng.pick(LAST)) } else { c.ceo };
-                c.city = if a == Attr::City { rng.pick(CITIES).to_string() } else { c.city };
-                "fresh_entity"
-            }
-        }
-    };
-    (c, kind)
+    }
+    (c, if numeric { "fresh_number" } else { "fresh_entity" })
 }
 
 fn fabricated_event(rng: &mut SplitMix64, c: &Company) -> String {
@@ -456,8 +476,8 @@ fn synthetic_logprobs(rng: &mut SplitMix64, sentences: &[String], corrupted: &[u
             let salient = word.chars().any(|c| c.is_ascii_digit()) || word.chars().next().is_some_and(char::is_uppercase);
             // logit of the sampled token's probability: high = confident
             let mut logit = 3.0 - style + rng.normal() * 1.2 - if salient { 1.2 } else { 0.0 };
-            if bumped == Some(si) && salient {
-                logit -= 2.0 + rng.unit() * 1.5;
+            if bumped == Some(si) {
+                logit -= if salient { 2.0 + rng.unit() * 1.5 } else { 0.8 };
             }
             let p_top = 1.0 / (1.0 + (-logit).exp());
             content.push(token_entry(rng, word, p_top));

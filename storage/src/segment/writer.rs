@@ -80,6 +80,12 @@ fn sort_columns(signal: Signal, batch: &RecordBatch) -> Result<Vec<SortColumn>> 
     Ok(cols)
 }
 
+/// Sorts samples by series and time, keeping the last of rows sharing (series, timestamp).
+/// Works on any batch holding the `series_id`, `timestamp` and `value` columns.
+pub(crate) fn sort_samples(batch: &RecordBatch) -> Result<RecordBatch> {
+    sort_for_segment(Signal::Samples, batch)
+}
+
 /// Sorts rows into segment order; for samples, drops all but the last of rows sharing
 /// (series, timestamp).
 pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<RecordBatch> {

@@ -11,6 +11,7 @@ use crate::memtable::MemSnapshot;
 use crate::predicate::{Predicate, ScanRequest};
 use crate::segment::scan::CompiledScan;
 use crate::segment::{ScanStats, Segment};
+use crate::schema::col;
 use crate::types::Signal;
 
 /// Rows of a scan and how they were found.
@@ -125,5 +126,29 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             }
         }
     }
+    if req.signal == Signal::Samples && result.batches.len() > 1 {
+        dedupe_samples(&mut result)?;
+    }
     Ok(result)
+}
+
+/// Samples of one series at one timestamp can sit in several sources (a client retry that
+/// landed in another flush). Merge them to one, sorted by series and time, keeping the value
+/// read last (memtables after segments, newer segments after older).
+fn dedupe_samples(result: &mut ScanResult) -> Result<()> {
+    let Some(first) = result.batches.first() else {
+        return Ok(());
+    };
+    let schema = first.schema();
+    if schema.index_of(col::SERIES_ID).is_err()
+        || schema.index_of(col::TIMESTAMP).is_err()
+        || schema.index_of(col::VALUE).is_err()
+    {
+        return Ok(());
+    }
+    let all = arrow_select::concat::concat_batches(&schema, &result.batches)?;
+    let merged = crate::segment::sort_samples(&all)?;
+    result.stats.rows_returned = merged.num_rows() as u64;
+    result.batches = vec![merged];
+    Ok(())
 }
