@@ -104,10 +104,18 @@ pub fn mackinnon_p(stat: f64) -> f64 {
         return 0.0;
     }
     if stat <= TAU_STAR_C {
-        let c: Vec<f64> = TAU_C_SMALLP.iter().zip(SMALL_SCALING).map(|(a, s)| a * s).collect();
+        let c: Vec<f64> = TAU_C_SMALLP
+            .iter()
+            .zip(SMALL_SCALING)
+            .map(|(a, s)| a * s)
+            .collect();
         normal_cdf(polyval_low_first(&c, stat))
     } else {
-        let c: Vec<f64> = TAU_C_LARGEP.iter().zip(LARGE_SCALING).map(|(a, s)| a * s).collect();
+        let c: Vec<f64> = TAU_C_LARGEP
+            .iter()
+            .zip(LARGE_SCALING)
+            .map(|(a, s)| a * s)
+            .collect();
         normal_cdf(polyval_low_first(&c, stat))
     }
 }
@@ -117,7 +125,11 @@ pub fn mackinnon_p(stat: f64) -> f64 {
 pub fn mackinnon_crit(nobs: usize) -> CriticalValues {
     let inv = 1.0 / nobs as f64;
     let v = |row: &[f64; 4]| polyval_low_first(row, inv);
-    CriticalValues { one_pct: v(&TAU_C_2010[0]), five_pct: v(&TAU_C_2010[1]), ten_pct: v(&TAU_C_2010[2]) }
+    CriticalValues {
+        one_pct: v(&TAU_C_2010[0]),
+        five_pct: v(&TAU_C_2010[1]),
+        ten_pct: v(&TAU_C_2010[2]),
+    }
 }
 
 /// Default maximum lag (statsmodels): `min(n/2 - 2, ceil(12 (n/100)^{1/4}))`.
@@ -125,7 +137,11 @@ pub fn default_max_lag(n: usize) -> Result<usize> {
     let schwert = (12.0 * (n as f64 / 100.0).powf(0.25)).ceil() as i64;
     let cap = (n / 2) as i64 - 2;
     let lag = schwert.min(cap);
-    usize::try_from(lag).map_err(|_| DetectError::TooFewObservations { what: "adfuller", needed: 4, got: n })
+    usize::try_from(lag).map_err(|_| DetectError::TooFewObservations {
+        what: "adfuller",
+        needed: 4,
+        got: n,
+    })
 }
 
 /// Build `[columns..., dx_t]` for lag order `p` over the statsmodels sample
@@ -164,11 +180,21 @@ pub fn adfuller(x: &[f64], opts: &AdfOptions) -> Result<AdfResult> {
     check_finite("x", x)?;
     let n = x.len();
     if n < 4 {
-        return Err(DetectError::TooFewObservations { what: "adfuller", needed: 4, got: n });
+        return Err(DetectError::TooFewObservations {
+            what: "adfuller",
+            needed: 4,
+            got: n,
+        });
     }
-    let (min, max) = x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+    let (min, max) = x
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
     if min == max {
-        return Err(DetectError::ConstantSeries { series: "adfuller input".into() });
+        return Err(DetectError::ConstantSeries {
+            series: "adfuller input".into(),
+        });
     }
     let max_lag = match opts.max_lag {
         None => default_max_lag(n)?,
@@ -190,13 +216,15 @@ pub fn adfuller(x: &[f64], opts: &AdfOptions) -> Result<AdfResult> {
         rule => {
             let m = adf_matrix(x, &dx, max_lag, false);
             let nobs = m.nrows();
-            let qr = AugmentedQr::factor(m, nobs)?;
+            let qr = AugmentedQr::factor(m)?;
             let mut best: Option<(f64, usize)> = None;
             // candidate with `cols` leading columns: const, level, dlag_1..dlag_{cols-2}
             for cols in 2..=max_lag + 2 {
                 let ssr = qr.ssr_prefix(cols);
                 if !(ssr > 0.0) {
-                    return Err(DetectError::PerfectFit { context: "adfuller autolag".into() });
+                    return Err(DetectError::PerfectFit {
+                        context: "adfuller autolag".into(),
+                    });
                 }
                 let llf = gaussian_llf(ssr, nobs);
                 let ic = match rule {
@@ -208,7 +236,9 @@ pub fn adfuller(x: &[f64], opts: &AdfOptions) -> Result<AdfResult> {
                     best = Some((ic, cols));
                 }
             }
-            let (ic, cols) = best.ok_or(DetectError::Numerical { what: "adfuller autolag" })?;
+            let (ic, cols) = best.ok_or(DetectError::Numerical {
+                what: "adfuller autolag",
+            })?;
             (cols - 2, Some(ic))
         }
     };
@@ -216,21 +246,29 @@ pub fn adfuller(x: &[f64], opts: &AdfOptions) -> Result<AdfResult> {
     // final regression, level last so its t-value is sign(R_kk) (Q'y)_k / sigma
     let m = adf_matrix(x, &dx, used_lag, true);
     let nobs = m.nrows();
-    let qr = AugmentedQr::factor(m, nobs)?;
+    let qr = AugmentedQr::factor(m)?;
     qr.check_rank(|| format!("adfuller regression with {used_lag} lags"))?;
     let k = qr.k();
     if nobs <= k {
-        return Err(DetectError::TooFewObservations { what: "adfuller regression", needed: k + 1, got: nobs });
+        return Err(DetectError::TooFewObservations {
+            what: "adfuller regression",
+            needed: k + 1,
+            got: nobs,
+        });
     }
     let ssr = qr.ssr();
     if !(ssr > 0.0) {
-        return Err(DetectError::PerfectFit { context: "adfuller regression".into() });
+        return Err(DetectError::PerfectFit {
+            context: "adfuller regression".into(),
+        });
     }
     let sigma = (ssr / (nobs - k) as f64).sqrt();
     let rkk = qr.r()[(k - 1, k - 1)];
     let statistic = rkk.signum() * qr.qty(k - 1) / sigma;
     if !statistic.is_finite() {
-        return Err(DetectError::Numerical { what: "adfuller statistic" });
+        return Err(DetectError::Numerical {
+            what: "adfuller statistic",
+        });
     }
     Ok(AdfResult {
         statistic,
@@ -251,7 +289,9 @@ mod tests {
         let mut s = seed;
         (0..n)
             .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
             })
             .collect()
@@ -276,8 +316,16 @@ mod tests {
     #[test]
     fn mackinnon_matches_statsmodels() {
         // statsmodels 0.15: mackinnonp(-3.0), mackinnonp(-1.0), mackinnoncrit(1, "c", 100)
-        assert!((mackinnon_p(-3.0) - 0.034_894_400_275_345_266).abs() < 1e-12, "{}", mackinnon_p(-3.0));
-        assert!((mackinnon_p(-1.0) - 0.753_264_301_200_565_5).abs() < 1e-12, "{}", mackinnon_p(-1.0));
+        assert!(
+            (mackinnon_p(-3.0) - 0.034_894_400_275_345_266).abs() < 1e-12,
+            "{}",
+            mackinnon_p(-3.0)
+        );
+        assert!(
+            (mackinnon_p(-1.0) - 0.753_264_301_200_565_5).abs() < 1e-12,
+            "{}",
+            mackinnon_p(-1.0)
+        );
         assert_eq!(mackinnon_p(3.0), 1.0);
         assert_eq!(mackinnon_p(-20.0), 0.0);
         let c = mackinnon_crit(100);
@@ -286,11 +334,26 @@ mod tests {
 
     #[test]
     fn degenerate_inputs_are_typed_errors() {
-        assert!(matches!(adfuller(&[1.0; 50], &AdfOptions::default()), Err(DetectError::ConstantSeries { .. })));
-        assert!(matches!(adfuller(&[1.0, 2.0], &AdfOptions::default()), Err(DetectError::TooFewObservations { .. })));
-        assert!(matches!(adfuller(&[1.0, f64::NAN, 2.0, 3.0, 1.0], &AdfOptions::default()), Err(DetectError::NonFinite { .. })));
-        let opts = AdfOptions { max_lag: Some(40), autolag: Autolag::None };
-        assert!(matches!(adfuller(&lcg_noise(50, 1), &opts), Err(DetectError::InvalidParameter { .. })));
+        assert!(matches!(
+            adfuller(&[1.0; 50], &AdfOptions::default()),
+            Err(DetectError::ConstantSeries { .. })
+        ));
+        assert!(matches!(
+            adfuller(&[1.0, 2.0], &AdfOptions::default()),
+            Err(DetectError::TooFewObservations { .. })
+        ));
+        assert!(matches!(
+            adfuller(&[1.0, f64::NAN, 2.0, 3.0, 1.0], &AdfOptions::default()),
+            Err(DetectError::NonFinite { .. })
+        ));
+        let opts = AdfOptions {
+            max_lag: Some(40),
+            autolag: Autolag::None,
+        };
+        assert!(matches!(
+            adfuller(&lcg_noise(50, 1), &opts),
+            Err(DetectError::InvalidParameter { .. })
+        ));
         // a pure linear trend makes the lagged differences constant: collinear with the constant
         let trend: Vec<f64> = (0..60).map(f64::from).collect();
         assert!(adfuller(&trend, &AdfOptions::default()).is_err());

@@ -45,7 +45,13 @@ pub struct CausalGraphOptions {
 
 impl Default for CausalGraphOptions {
     fn default() -> Self {
-        Self { max_lag: 4, fdr: 0.05, adf_alpha: 0.05, criterion: LagCriterion::Aic, difference: true }
+        Self {
+            max_lag: 4,
+            fdr: 0.05,
+            adf_alpha: 0.05,
+            criterion: LagCriterion::Aic,
+            difference: true,
+        }
     }
 }
 
@@ -108,23 +114,47 @@ pub struct CausalGraph {
 }
 
 /// Build the causal graph over equally spaced, aligned series (see module docs).
-pub fn causal_graph(names: &[String], series: &[Vec<f64>], opts: &CausalGraphOptions) -> Result<CausalGraph> {
+pub fn causal_graph(
+    names: &[String],
+    series: &[Vec<f64>],
+    opts: &CausalGraphOptions,
+) -> Result<CausalGraph> {
     if names.len() != series.len() {
-        return Err(DetectError::LengthMismatch { left: "names", left_len: names.len(), right: "series", right_len: series.len() });
+        return Err(DetectError::LengthMismatch {
+            left: "names",
+            left_len: names.len(),
+            right: "series",
+            right_len: series.len(),
+        });
     }
     if series.len() < 2 {
-        return Err(DetectError::TooFewObservations { what: "causal graph series", needed: 2, got: series.len() });
+        return Err(DetectError::TooFewObservations {
+            what: "causal graph series",
+            needed: 2,
+            got: series.len(),
+        });
     }
     if series.len() > MAX_SERIES {
-        return Err(DetectError::InvalidParameter { name: "series", reason: format!("at most {MAX_SERIES} series per graph") });
+        return Err(DetectError::InvalidParameter {
+            name: "series",
+            reason: format!("at most {MAX_SERIES} series per graph"),
+        });
     }
-    if !(opts.fdr > 0.0 && opts.fdr < 1.0) || !(opts.adf_alpha > 0.0 && opts.adf_alpha < 1.0) {
-        return Err(DetectError::InvalidParameter { name: "fdr/adf_alpha", reason: "must be in (0, 1)".into() });
+    if !(opts.fdr > 0.0 && opts.fdr < 1.0 && opts.adf_alpha > 0.0 && opts.adf_alpha < 1.0) {
+        return Err(DetectError::InvalidParameter {
+            name: "fdr/adf_alpha",
+            reason: "must be in (0, 1)".into(),
+        });
     }
     let n = series[0].len();
     for (i, s) in series.iter().enumerate() {
         if s.len() != n {
-            return Err(DetectError::LengthMismatch { left: "series[0]", left_len: n, right: "series[i]", right_len: series[i].len() });
+            return Err(DetectError::LengthMismatch {
+                left: "series[0]",
+                left_len: n,
+                right: "series[i]",
+                right_len: series[i].len(),
+            });
         }
         crate::error::check_finite("series", s)?;
     }
@@ -147,7 +177,11 @@ pub fn causal_graph(names: &[String], series: &[Vec<f64>], opts: &CausalGraphOpt
             d += 1;
         }
         prepared.push(cur);
-        preparation.push(SeriesPreparation { name: name.clone(), differences: d, verdicts });
+        preparation.push(SeriesPreparation {
+            name: name.clone(),
+            differences: d,
+            verdicts,
+        });
     }
     // trim so index i means the same time step everywhere
     let common = prepared.iter().map(Vec::len).min().unwrap_or(0);
@@ -179,7 +213,11 @@ pub fn causal_graph(names: &[String], series: &[Vec<f64>], opts: &CausalGraphOpt
                         });
                     }
                 }
-                Err(e) => skipped.push(SkippedPair { cause: names[ci].clone(), effect: names[ei].clone(), reason: e.to_string() }),
+                Err(e) => skipped.push(SkippedPair {
+                    cause: names[ci].clone(),
+                    effect: names[ei].clone(),
+                    reason: e.to_string(),
+                }),
             }
         }
     }
@@ -188,9 +226,24 @@ pub fn causal_graph(names: &[String], series: &[Vec<f64>], opts: &CausalGraphOpt
     for (e, q) in tested.iter_mut().zip(adjusted) {
         e.p_adjusted = q;
     }
-    let mut edges: Vec<CausalEdge> = tested.iter().filter(|e| e.p_adjusted < opts.fdr).cloned().collect();
-    edges.sort_by(|a, b| a.p_adjusted.total_cmp(&b.p_adjusted).then(b.partial_r2.total_cmp(&a.partial_r2)));
-    Ok(CausalGraph { nodes: names.to_vec(), edges, tested, skipped, preparation, nobs: common })
+    let mut edges: Vec<CausalEdge> = tested
+        .iter()
+        .filter(|e| e.p_adjusted < opts.fdr)
+        .cloned()
+        .collect();
+    edges.sort_by(|a, b| {
+        a.p_adjusted
+            .total_cmp(&b.p_adjusted)
+            .then(b.partial_r2.total_cmp(&a.partial_r2))
+    });
+    Ok(CausalGraph {
+        nodes: names.to_vec(),
+        edges,
+        tested,
+        skipped,
+        preparation,
+        nobs: common,
+    })
 }
 
 /// Align timestamped series on a `step_ms` grid, then build the graph.
@@ -212,7 +265,9 @@ mod tests {
         let mut s = seed;
         (0..n)
             .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
             })
             .collect()
@@ -228,11 +283,22 @@ mod tests {
         for t in 1..n {
             kpi[t] = 0.2 * kpi[t - 1] + 0.9 * quality[t - 1] + 0.3 * e[t];
         }
-        let names: Vec<String> = ["quality", "other", "kpi"].iter().map(|s| s.to_string()).collect();
-        let g = causal_graph(&names, &[quality, other, kpi], &CausalGraphOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<String> = ["quality", "other", "kpi"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let g = causal_graph(
+            &names,
+            &[quality, other, kpi],
+            &CausalGraphOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(g.tested.len(), 6);
         assert_eq!(g.edges.len(), 1, "{:?}", g.edges);
-        assert_eq!((g.edges[0].cause.as_str(), g.edges[0].effect.as_str()), ("quality", "kpi"));
+        assert_eq!(
+            (g.edges[0].cause.as_str(), g.edges[0].effect.as_str()),
+            ("quality", "kpi")
+        );
         assert_eq!(g.edges[0].lag, 1);
         assert!(g.edges[0].partial_r2 > 0.5);
     }
@@ -241,10 +307,23 @@ mod tests {
     fn timestamped_input_and_skips() {
         let n = 120;
         let ts: Vec<i64> = (0..n).map(|i| i * 60_000).collect();
-        let a = TimeSeries { name: "a".into(), timestamps_ms: ts.clone(), values: noise(n as usize, 1) };
-        let c = TimeSeries { name: "const".into(), timestamps_ms: ts, values: vec![3.0; n as usize] };
-        let g = causal_graph_from_timeseries(&[a, c], 60_000, Aggregation::Mean, &CausalGraphOptions::default())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let a = TimeSeries {
+            name: "a".into(),
+            timestamps_ms: ts.clone(),
+            values: noise(n as usize, 1),
+        };
+        let c = TimeSeries {
+            name: "const".into(),
+            timestamps_ms: ts,
+            values: vec![3.0; n as usize],
+        };
+        let g = causal_graph_from_timeseries(
+            &[a, c],
+            60_000,
+            Aggregation::Mean,
+            &CausalGraphOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(g.skipped.len(), 2);
         assert!(g.edges.is_empty());
     }

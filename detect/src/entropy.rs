@@ -141,15 +141,29 @@ pub struct ResponseUncertainty {
     pub low_confidence: LowConfidenceRuns,
 }
 
-fn clean_logprob(lp: f64, token_index: usize, sampled: bool, opts: &UncertaintyOptions) -> Result<f64> {
+fn clean_logprob(
+    lp: f64,
+    token_index: usize,
+    sampled: bool,
+    opts: &UncertaintyOptions,
+) -> Result<f64> {
     if lp.is_nan() || lp == f64::INFINITY {
-        return Err(DetectError::InvalidLogprob { token_index, reason: format!("logprob {lp} is not a number <= 0") });
+        return Err(DetectError::InvalidLogprob {
+            token_index,
+            reason: format!("logprob {lp} is not a number <= 0"),
+        });
     }
     if lp > opts.positive_tolerance {
-        return Err(DetectError::InvalidLogprob { token_index, reason: format!("positive logprob {lp}") });
+        return Err(DetectError::InvalidLogprob {
+            token_index,
+            reason: format!("positive logprob {lp}"),
+        });
     }
     if sampled && lp == f64::NEG_INFINITY {
-        return Err(DetectError::InvalidLogprob { token_index, reason: "sampled token has logprob -inf".into() });
+        return Err(DetectError::InvalidLogprob {
+            token_index,
+            reason: "sampled token has logprob -inf".into(),
+        });
     }
     Ok(lp.min(0.0))
 }
@@ -166,7 +180,14 @@ pub fn token_uncertainty(
     let lp = clean_logprob(sampled_logprob, token_index, true, opts)?;
     let prob = lp.exp();
     if top.is_empty() {
-        return Ok(TokenUncertainty { entropy: None, nll: -lp, prob, margin: None, tail_mass: 0.0, k: 0 });
+        return Ok(TokenUncertainty {
+            entropy: None,
+            nll: -lp,
+            prob,
+            margin: None,
+            tail_mass: 0.0,
+            k: 0,
+        });
     }
     // two largest probabilities and the sum, in one pass without allocating
     let (mut sum, mut first, mut second) = (0.0_f64, 0.0_f64, 0.0_f64);
@@ -193,10 +214,16 @@ pub fn token_uncertainty(
         k += 1;
     }
     if !(sum > 0.0) {
-        return Err(DetectError::InvalidDistribution { token_index, reason: "all alternatives have probability 0".into() });
+        return Err(DetectError::InvalidDistribution {
+            token_index,
+            reason: "all alternatives have probability 0".into(),
+        });
     }
     if sum > 1.0 + opts.sum_tolerance {
-        return Err(DetectError::InvalidDistribution { token_index, reason: format!("probabilities sum to {sum} > 1") });
+        return Err(DetectError::InvalidDistribution {
+            token_index,
+            reason: format!("probabilities sum to {sum} > 1"),
+        });
     }
     let complete = opts.full_distribution || sum >= 1.0 - opts.complete_tolerance;
     let (entropy, tail_mass, scale) = if complete {
@@ -207,7 +234,14 @@ pub fn token_uncertainty(
         ((-plogp - r * r.ln()).max(0.0), r, 1.0)
     };
     let margin = (k >= 2).then_some((first - second) * scale);
-    Ok(TokenUncertainty { entropy: Some(entropy), nll: -lp, prob, margin, tail_mass, k })
+    Ok(TokenUncertainty {
+        entropy: Some(entropy),
+        nll: -lp,
+        prob,
+        margin,
+        tail_mass,
+        k,
+    })
 }
 
 /// Streaming aggregation of per-token uncertainty into a [`ResponseUncertainty`].
@@ -259,8 +293,19 @@ impl UncertaintyAccumulator {
     }
 
     /// Add the next token (see [`token_uncertainty`] for the arguments).
-    pub fn push(&mut self, sampled_logprob: f64, top: &[f64], sampled_in_top: bool) -> Result<TokenUncertainty> {
-        let u = token_uncertainty(self.tokens, sampled_logprob, top, sampled_in_top, &self.opts)?;
+    pub fn push(
+        &mut self,
+        sampled_logprob: f64,
+        top: &[f64],
+        sampled_in_top: bool,
+    ) -> Result<TokenUncertainty> {
+        let u = token_uncertainty(
+            self.tokens,
+            sampled_logprob,
+            top,
+            sampled_in_top,
+            &self.opts,
+        )?;
         if let Some(h) = u.entropy {
             self.entropies.push(h);
         }
@@ -297,7 +342,10 @@ impl UncertaintyAccumulator {
             self.runs += 1;
             self.in_runs += len;
             if self.spans.len() < self.opts.max_spans {
-                self.spans.push(TokenSpan { start: self.current_start, len });
+                self.spans.push(TokenSpan {
+                    start: self.current_start,
+                    len,
+                });
             }
         }
         self.current_run = 0;
@@ -307,7 +355,9 @@ impl UncertaintyAccumulator {
     pub fn finish(mut self) -> Result<ResponseUncertainty> {
         self.close_run();
         if self.tokens == 0 {
-            return Err(DetectError::Empty { what: "logprobs content" });
+            return Err(DetectError::Empty {
+                what: "logprobs content",
+            });
         }
         let n = self.tokens as f64;
         let nll_mean = self.nll_sum / n;
@@ -317,7 +367,11 @@ impl UncertaintyAccumulator {
         } else {
             let mean = self.entropies.iter().sum::<f64>() / m as f64;
             let max = self.entropies.iter().copied().fold(0.0, f64::max);
-            (Some(mean), Some(max), Some(select_quantile(&mut self.entropies, 0.9)))
+            (
+                Some(mean),
+                Some(max),
+                Some(select_quantile(&mut self.entropies, 0.9)),
+            )
         };
         Ok(ResponseUncertainty {
             tokens: self.tokens,
@@ -362,7 +416,10 @@ fn select_quantile(v: &mut [f64], q: f64) -> f64 {
 }
 
 /// Uncertainty features of a parsed `logprobs.content` list.
-pub fn response_uncertainty(logprobs: &ChoiceLogprobs, opts: &UncertaintyOptions) -> Result<ResponseUncertainty> {
+pub fn response_uncertainty(
+    logprobs: &ChoiceLogprobs,
+    opts: &UncertaintyOptions,
+) -> Result<ResponseUncertainty> {
     let mut acc = UncertaintyAccumulator::new(*opts);
     let mut top = Vec::new();
     for t in &logprobs.content {
@@ -393,10 +450,15 @@ pub fn uncertainty_from_columns(
     let mut acc = UncertaintyAccumulator::new(*opts);
     for (i, lp) in sampled.iter().enumerate() {
         let (a, b) = (top_offsets[i], top_offsets[i + 1]);
-        let top = top_logprobs.get(a..b).ok_or_else(|| DetectError::InvalidParameter {
-            name: "top_offsets",
-            reason: format!("range {a}..{b} at token {i} is outside {} values", top_logprobs.len()),
-        })?;
+        let top = top_logprobs
+            .get(a..b)
+            .ok_or_else(|| DetectError::InvalidParameter {
+                name: "top_offsets",
+                reason: format!(
+                    "range {a}..{b} at token {i} is outside {} values",
+                    top_logprobs.len()
+                ),
+            })?;
         let in_top = top.iter().any(|t| t == lp);
         acc.push(*lp, top, in_top)?;
     }
@@ -411,7 +473,10 @@ mod tests {
 
     #[test]
     fn uniform_full_distribution_has_ln_k_entropy() {
-        let opts = UncertaintyOptions { full_distribution: true, ..Default::default() };
+        let opts = UncertaintyOptions {
+            full_distribution: true,
+            ..Default::default()
+        };
         let lp = (0.25f64).ln();
         let u = token_uncertainty(0, lp, &[lp; 4], true, &opts).unwrap_or_else(|e| panic!("{e}"));
         assert!((u.entropy.unwrap_or(0.0) - 4f64.ln()).abs() < 1e-12);
@@ -423,13 +488,15 @@ mod tests {
     fn tail_bucket_added_for_top_k() {
         // p = 0.5, 0.2 known; tail 0.3 is one bucket
         let opts = UncertaintyOptions::default();
-        let u = token_uncertainty(0, 0.5f64.ln(), &[0.5f64.ln(), 0.2f64.ln()], true, &opts).unwrap_or_else(|e| panic!("{e}"));
+        let u = token_uncertainty(0, 0.5f64.ln(), &[0.5f64.ln(), 0.2f64.ln()], true, &opts)
+            .unwrap_or_else(|e| panic!("{e}"));
         let want = -(0.5 * 0.5f64.ln() + 0.2 * 0.2f64.ln() + 0.3 * 0.3f64.ln());
         assert!((u.entropy.unwrap_or(0.0) - want).abs() < 1e-12);
         assert!((u.tail_mass - 0.3).abs() < 1e-12);
         assert!((u.margin.unwrap_or(0.0) - 0.3).abs() < 1e-12);
         // sampled token outside the top list is added as a known entry
-        let u = token_uncertainty(0, 0.1f64.ln(), &[0.5f64.ln(), 0.2f64.ln()], false, &opts).unwrap_or_else(|e| panic!("{e}"));
+        let u = token_uncertainty(0, 0.1f64.ln(), &[0.5f64.ln(), 0.2f64.ln()], false, &opts)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(u.k, 3);
         assert!((u.tail_mass - 0.2).abs() < 1e-12);
     }
@@ -437,12 +504,25 @@ mod tests {
     #[test]
     fn odd_inputs_are_errors_or_clamped() {
         let o = UncertaintyOptions::default();
-        assert!(matches!(token_uncertainty(3, f64::NAN, &[], true, &o), Err(DetectError::InvalidLogprob { token_index: 3, .. })));
-        assert!(matches!(token_uncertainty(0, f64::INFINITY, &[], true, &o), Err(DetectError::InvalidLogprob { .. })));
-        assert!(matches!(token_uncertainty(0, 0.5, &[], true, &o), Err(DetectError::InvalidLogprob { .. })));
-        assert!(matches!(token_uncertainty(0, f64::NEG_INFINITY, &[], true, &o), Err(DetectError::InvalidLogprob { .. })));
+        assert!(matches!(
+            token_uncertainty(3, f64::NAN, &[], true, &o),
+            Err(DetectError::InvalidLogprob { token_index: 3, .. })
+        ));
+        assert!(matches!(
+            token_uncertainty(0, f64::INFINITY, &[], true, &o),
+            Err(DetectError::InvalidLogprob { .. })
+        ));
+        assert!(matches!(
+            token_uncertainty(0, 0.5, &[], true, &o),
+            Err(DetectError::InvalidLogprob { .. })
+        ));
+        assert!(matches!(
+            token_uncertainty(0, f64::NEG_INFINITY, &[], true, &o),
+            Err(DetectError::InvalidLogprob { .. })
+        ));
         // rounding: tiny positive logprob is clamped, sum slightly above one is renormalised
-        let u = token_uncertainty(0, 1e-7, &[1e-7, -20.0], true, &o).unwrap_or_else(|e| panic!("{e}"));
+        let u =
+            token_uncertainty(0, 1e-7, &[1e-7, -20.0], true, &o).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(u.prob, 1.0);
         assert_eq!(u.tail_mass, 0.0);
         // clearly more than one
@@ -451,10 +531,14 @@ mod tests {
             Err(DetectError::InvalidDistribution { .. })
         ));
         // -inf alternatives are probability zero
-        let u = token_uncertainty(0, -0.1, &[-0.1, f64::NEG_INFINITY], true, &o).unwrap_or_else(|e| panic!("{e}"));
+        let u = token_uncertainty(0, -0.1, &[-0.1, f64::NEG_INFINITY], true, &o)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(u.entropy.unwrap_or(-1.0) >= 0.0);
         // empty responses
-        assert!(matches!(response_uncertainty(&ChoiceLogprobs::default(), &o), Err(DetectError::Empty { .. })));
+        assert!(matches!(
+            response_uncertainty(&ChoiceLogprobs::default(), &o),
+            Err(DetectError::Empty { .. })
+        ));
         assert!(uncertainty_from_columns(&[-0.1], &[0, 5], &[-0.1], &o).is_err());
     }
 
@@ -468,7 +552,8 @@ mod tests {
           {"token":"e","logprob":-3.0,"top_logprobs":[{"token":"x","logprob":-0.2}]}
         ]}"#;
         let lp = parse_logprobs(json).unwrap_or_else(|e| panic!("{e}"));
-        let r = response_uncertainty(&lp, &UncertaintyOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let r = response_uncertainty(&lp, &UncertaintyOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.tokens, 5);
         assert_eq!(r.tokens_with_distribution, 4);
         assert!(r.tail_bucket);
@@ -485,7 +570,8 @@ mod tests {
         let sampled = [-0.01, -1.5, -2.0, -0.05, -3.0];
         let offsets = [0, 2, 4, 6, 6, 7];
         let flat = [-0.01, -5.0, -1.5, -1.0, -0.5, -2.0, -0.2];
-        let c = uncertainty_from_columns(&sampled, &offsets, &flat, &UncertaintyOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let c = uncertainty_from_columns(&sampled, &offsets, &flat, &UncertaintyOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c, r);
     }
 

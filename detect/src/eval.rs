@@ -23,14 +23,35 @@ pub const FLAG_RATE: f64 = 0.10;
 /// The evaluation sets (never used for tuning).
 pub fn evaluation_sets() -> Vec<(&'static str, GeneratorConfig)> {
     vec![
-        ("generated", GeneratorConfig { seed: 20_261_129, examples: 600, hallucination_rate: 0.4, difficulty: Difficulty::Standard }),
-        ("generated-hard", GeneratorConfig { seed: 4_242, examples: 600, hallucination_rate: 0.4, difficulty: Difficulty::Hard }),
+        (
+            "generated",
+            GeneratorConfig {
+                seed: 20_261_129,
+                examples: 600,
+                hallucination_rate: 0.4,
+                difficulty: Difficulty::Standard,
+            },
+        ),
+        (
+            "generated-hard",
+            GeneratorConfig {
+                seed: 4_242,
+                examples: 600,
+                hallucination_rate: 0.4,
+                difficulty: Difficulty::Hard,
+            },
+        ),
     ]
 }
 
 /// The development split.
 pub fn dev_set() -> GeneratorConfig {
-    GeneratorConfig { seed: DEV_SEED, examples: 400, hallucination_rate: 0.4, difficulty: Difficulty::Standard }
+    GeneratorConfig {
+        seed: DEV_SEED,
+        examples: 400,
+        hallucination_rate: 0.4,
+        difficulty: Difficulty::Standard,
+    }
 }
 
 /// Metrics of the index and both baselines on one set.
@@ -52,6 +73,32 @@ pub struct SetEvaluation {
     pub mean_index_by_kind: Vec<(String, usize, f64)>,
 }
 
+/// Deterministic Granger workload shared by the benchmark and the statsmodels comparison:
+/// `pairs` (cause, effect) pairs of `points` values; a third of the pairs are causal by
+/// construction (`effect_t = 0.4 effect_{t-1} + 0.5 cause_{t-2} + e_t`), the rest are
+/// independent AR(1) series.
+pub fn granger_workload(seed: u64, pairs: usize, points: usize) -> Vec<(Vec<f64>, Vec<f64>)> {
+    let mut rng = generator::SplitMix64::new(seed);
+    (0..pairs)
+        .map(|i| {
+            let phi = 0.2 + 0.6 * rng.unit();
+            let mut cause = vec![0.0; points];
+            let mut effect = vec![0.0; points];
+            for t in 0..points {
+                let prev = |v: &[f64], k: usize| if t >= k { v[t - k] } else { 0.0 };
+                cause[t] = phi * prev(&cause, 1) + rng.normal();
+                let drive = if i % 3 == 0 {
+                    0.5 * prev(&cause, 2)
+                } else {
+                    0.0
+                };
+                effect[t] = 0.4 * prev(&effect, 1) + drive + rng.normal();
+            }
+            (cause, effect)
+        })
+        .collect()
+}
+
 /// Score every example and compute the metrics.
 pub fn evaluate(set: &str, examples: &[LabelledExample]) -> Result<SetEvaluation> {
     let labels: Vec<bool> = examples.iter().map(|e| e.hallucinated).collect();
@@ -62,19 +109,25 @@ pub fn evaluate(set: &str, examples: &[LabelledExample]) -> Result<SetEvaluation
         index.push(hallucination_index(&e.request)?.evaluation.score_value);
         length.push(e.request.answer.split_whitespace().count() as f64);
         let h = match &e.request.logprobs {
-            Some(lp) => response_uncertainty(lp, &e.request.options.uncertainty)?.entropy_mean.unwrap_or(0.0),
+            Some(lp) => response_uncertainty(lp, &e.request.options.uncertainty)?
+                .entropy_mean
+                .unwrap_or(0.0),
             None => 0.0,
         };
         entropy.push(h);
     }
-    let mut kinds: std::collections::BTreeMap<&str, (usize, f64)> = std::collections::BTreeMap::new();
+    let mut kinds: std::collections::BTreeMap<&str, (usize, f64)> =
+        std::collections::BTreeMap::new();
     for (e, s) in examples.iter().zip(&index) {
         let slot = kinds.entry(e.kind.as_str()).or_insert((0, 0.0));
         slot.0 += 1;
         slot.1 += s;
     }
     Ok(SetEvaluation {
-        mean_index_by_kind: kinds.into_iter().map(|(k, (n, sum))| (k.to_string(), n, sum / n as f64)).collect(),
+        mean_index_by_kind: kinds
+            .into_iter()
+            .map(|(k, (n, sum))| (k.to_string(), n, sum / n as f64))
+            .collect(),
         set: set.to_string(),
         examples: examples.len(),
         positives: labels.iter().filter(|l| **l).count(),
@@ -86,16 +139,26 @@ pub fn evaluate(set: &str, examples: &[LabelledExample]) -> Result<SetEvaluation
 
 /// Generate and evaluate every set in [`evaluation_sets`].
 pub fn evaluate_all() -> Result<Vec<SetEvaluation>> {
-    evaluation_sets().into_iter().map(|(name, cfg)| evaluate(name, &generate(&cfg))).collect()
+    evaluation_sets()
+        .into_iter()
+        .map(|(name, cfg)| evaluate(name, &generate(&cfg)))
+        .collect()
 }
 
 /// A plain-text table of the results.
 pub fn format_table(results: &[SetEvaluation]) -> String {
-    let mut s = format!("{:<16} {:<22} {:>7} {:>7} {:>8}\n", "set", "scorer", "AUROC", "AUC-PR", "P@10%");
+    let mut s = format!(
+        "{:<26} {:<22} {:>7} {:>7} {:>8}\n",
+        "set", "scorer", "AUROC", "AUC-PR", "P@10%"
+    );
     for r in results {
-        for (name, m) in [("hallucination_index", &r.index), ("baseline: length", &r.length_baseline), ("baseline: mean entropy", &r.entropy_baseline)] {
+        for (name, m) in [
+            ("hallucination_index", &r.index),
+            ("baseline: length", &r.length_baseline),
+            ("baseline: mean entropy", &r.entropy_baseline),
+        ] {
             s.push_str(&format!(
-                "{:<16} {:<22} {:>7.3} {:>7.3} {:>8.3}\n",
+                "{:<26} {:<22} {:>7.3} {:>7.3} {:>8.3}\n",
                 format!("{} ({}/{})", r.set, r.positives, r.examples),
                 name,
                 m.auroc,
@@ -105,8 +168,16 @@ pub fn format_table(results: &[SetEvaluation]) -> String {
         }
     }
     for r in results {
-        let kinds: Vec<String> = r.mean_index_by_kind.iter().map(|(k, n, m)| format!("{k} {m:.2} (n={n})")).collect();
-        s.push_str(&format!("mean index by kind, {}: {}\n", r.set, kinds.join(", ")));
+        let kinds: Vec<String> = r
+            .mean_index_by_kind
+            .iter()
+            .map(|(k, n, m)| format!("{k} {m:.2} (n={n})"))
+            .collect();
+        s.push_str(&format!(
+            "mean index by kind, {}: {}\n",
+            r.set,
+            kinds.join(", ")
+        ));
     }
     s
 }

@@ -123,11 +123,17 @@ fn validate(cause: &[f64], effect: &[f64], max_lag: usize) -> Result<()> {
     // statsmodels: `x.shape[0] <= 3 * maxlag + int(addconst)` is refused
     let needed = 3 * max_lag + 2;
     if effect.len() < needed {
-        return Err(DetectError::TooFewObservations { what: "granger", needed, got: effect.len() });
+        return Err(DetectError::TooFewObservations {
+            what: "granger",
+            needed,
+            got: effect.len(),
+        });
     }
     for (name, s) in [("cause", cause), ("effect", effect)] {
         if s.iter().all(|v| *v == s[0]) {
-            return Err(DetectError::ConstantSeries { series: name.into() });
+            return Err(DetectError::ConstantSeries {
+                series: name.into(),
+            });
         }
     }
     Ok(())
@@ -173,7 +179,7 @@ pub fn granger_tests(cause: &[f64], effect: &[f64], max_lag: usize) -> Result<Gr
     let l = max_lag;
     let width = 2 * l + 2;
     let base = DMatrix::from_fn(n - l, width, |r, c| base_value(cause, effect, l, r + l, c));
-    let base = AugmentedQr::factor(base, n - l)?;
+    let base = AugmentedQr::factor(base)?;
     let rb = base.r();
 
     let mut lags = Vec::with_capacity(l);
@@ -182,10 +188,14 @@ pub fn granger_tests(cause: &[f64], effect: &[f64], max_lag: usize) -> Result<Gr
         let cols = lag_columns(l, p);
         let extra = l - p; // rows t = p .. l-1
         let m = DMatrix::from_fn(width + extra, cols.len(), |r, c| {
-            if r < width { rb[(r, cols[c])] } else { base_value(cause, effect, l, p + (r - width), cols[c]) }
+            if r < width {
+                rb[(r, cols[c])]
+            } else {
+                base_value(cause, effect, l, p + (r - width), cols[c])
+            }
         });
         let nobs = n - p;
-        let qr = AugmentedQr::factor(m, nobs)?;
+        let qr = AugmentedQr::factor(m)?;
         let context = || format!("granger lag {p}");
         qr.check_rank(context)?;
         let k = 2 * p + 1;
@@ -203,23 +213,50 @@ pub fn granger_tests(cause: &[f64], effect: &[f64], max_lag: usize) -> Result<Gr
         let wald_f = (reduction / pf) / (ssr_u / dfr);
         let lag = GrangerLag {
             lag: p,
-            ssr_ftest: FTest { f, p: f_sf(f, pf, dfr)?, df_denom: df_resid, df_num: p },
-            ssr_chi2test: Chi2Test { chi2, p: chi2_sf(chi2, pf)?, df: p },
-            lrtest: Chi2Test { chi2: lr, p: chi2_sf(lr, pf)?, df: p },
-            params_ftest: FTest { f: wald_f, p: f_sf(wald_f, pf, dfr)?, df_denom: df_resid, df_num: p },
+            ssr_ftest: FTest {
+                f,
+                p: f_sf(f, pf, dfr)?,
+                df_denom: df_resid,
+                df_num: p,
+            },
+            ssr_chi2test: Chi2Test {
+                chi2,
+                p: chi2_sf(chi2, pf)?,
+                df: p,
+            },
+            lrtest: Chi2Test {
+                chi2: lr,
+                p: chi2_sf(lr, pf)?,
+                df: p,
+            },
+            params_ftest: FTest {
+                f: wald_f,
+                p: f_sf(wald_f, pf, dfr)?,
+                df_denom: df_resid,
+                df_num: p,
+            },
             partial_r2: reduction / (ssr_u + reduction),
         };
-        if ![f, chi2, lr, wald_f, lag.partial_r2].iter().all(|v| v.is_finite()) {
-            return Err(DetectError::Numerical { what: "granger statistics" });
+        if ![f, chi2, lr, wald_f, lag.partial_r2]
+            .iter()
+            .all(|v| v.is_finite())
+        {
+            return Err(DetectError::Numerical {
+                what: "granger statistics",
+            });
         }
         lags.push(lag);
 
         // information criteria on the common sample (rows t >= L only)
         let m = DMatrix::from_fn(width, cols.len(), |r, c| rb[(r, cols[c])]);
-        let common = AugmentedQr::factor(m, n - l)?;
+        let common = AugmentedQr::factor(m)?;
         let llf = gaussian_llf(common.ssr(), n - l);
         let kf = k as f64;
-        criteria.push(LagCriteria { lag: p, aic: -2.0 * llf + 2.0 * kf, bic: -2.0 * llf + ((n - l) as f64).ln() * kf });
+        criteria.push(LagCriteria {
+            lag: p,
+            aic: -2.0 * llf + 2.0 * kf,
+            bic: -2.0 * llf + ((n - l) as f64).ln() * kf,
+        });
     }
     let argmin = |f: fn(&LagCriteria) -> f64| {
         criteria
@@ -228,8 +265,15 @@ pub fn granger_tests(cause: &[f64], effect: &[f64], max_lag: usize) -> Result<Gr
             .min_by(|a, b| f(a).total_cmp(&f(b)).then(a.lag.cmp(&b.lag)))
             .map_or(1, |c| c.lag)
     };
-    let selected_lag = SelectedLag { aic: argmin(|c| c.aic), bic: argmin(|c| c.bic) };
-    Ok(GrangerTests { lags, information_criteria: criteria, selected_lag })
+    let selected_lag = SelectedLag {
+        aic: argmin(|c| c.aic),
+        bic: argmin(|c| c.bic),
+    };
+    Ok(GrangerTests {
+        lags,
+        information_criteria: criteria,
+        selected_lag,
+    })
 }
 
 /// Whether to difference the series before testing.
@@ -280,8 +324,16 @@ impl StationarityVerdict {
     /// Run `adfuller` with statsmodels defaults and turn it into a verdict.
     pub fn check(series: &[f64], alpha: f64) -> Self {
         match adfuller(series, &AdfOptions::default()) {
-            Ok(r) => Self { stationary: Some(r.pvalue < alpha), adf: Some(r), error: None },
-            Err(e) => Self { adf: None, stationary: None, error: Some(e.to_string()) },
+            Ok(r) => Self {
+                stationary: Some(r.pvalue < alpha),
+                adf: Some(r),
+                error: None,
+            },
+            Err(e) => Self {
+                adf: None,
+                stationary: None,
+                error: Some(e.to_string()),
+            },
         }
     }
 }
@@ -323,7 +375,10 @@ pub fn difference(x: &[f64]) -> Vec<f64> {
 /// Answer a [`GrangerRequest`]: optional ADF-driven differencing, then [`granger_tests`].
 pub fn granger(request: &GrangerRequest) -> Result<GrangerResponse> {
     if !(request.alpha > 0.0 && request.alpha < 1.0) {
-        return Err(DetectError::InvalidParameter { name: "alpha", reason: format!("must be in (0, 1), got {}", request.alpha) });
+        return Err(DetectError::InvalidParameter {
+            name: "alpha",
+            reason: format!("must be in (0, 1), got {}", request.alpha),
+        });
     }
     validate(&request.cause, &request.effect, request.max_lag)?;
     let mut cause = request.cause.clone();
@@ -336,7 +391,8 @@ pub fn granger(request: &GrangerRequest) -> Result<GrangerResponse> {
             cause: StationarityVerdict::check(&cause, request.alpha),
             effect: StationarityVerdict::check(&effect, request.alpha),
         };
-        let non_stationary = check.cause.stationary == Some(false) || check.effect.stationary == Some(false);
+        let non_stationary =
+            check.cause.stationary == Some(false) || check.effect.stationary == Some(false);
         stationarity.push(check);
         if request.difference == Differencing::None || !non_stationary || differenced >= 2 {
             break;
@@ -364,7 +420,9 @@ mod tests {
         let mut s = seed;
         (0..n)
             .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
             })
             .collect()
@@ -388,24 +446,51 @@ mod tests {
             assert!((lag.ssr_ftest.f - lag.params_ftest.f).abs() <= 1e-10 * lag.ssr_ftest.f);
             assert_eq!(lag.ssr_ftest.df_denom, 300 - lag.lag - (2 * lag.lag + 1));
         }
-        assert!(r.selected_lag.aic >= 2 && r.selected_lag.bic >= 2, "{:?}", r.selected_lag);
+        assert!(
+            r.selected_lag.aic >= 2 && r.selected_lag.bic >= 2,
+            "{:?}",
+            r.selected_lag
+        );
     }
 
     #[test]
     fn degenerate_inputs_are_typed_errors() {
         let x = noise(40, 3);
-        assert!(matches!(granger_tests(&x, &x[..30], 2), Err(DetectError::LengthMismatch { .. })));
-        assert!(matches!(granger_tests(&x, &[1.0; 40], 2), Err(DetectError::ConstantSeries { .. })));
-        assert!(matches!(granger_tests(&x[..7], &x[1..8], 2), Err(DetectError::TooFewObservations { .. })));
+        assert!(matches!(
+            granger_tests(&x, &x[..30], 2),
+            Err(DetectError::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            granger_tests(&x, &[1.0; 40], 2),
+            Err(DetectError::ConstantSeries { .. })
+        ));
+        assert!(matches!(
+            granger_tests(&x[..7], &x[1..8], 2),
+            Err(DetectError::TooFewObservations { .. })
+        ));
         let mut bad = x.clone();
         bad[5] = f64::INFINITY;
-        assert!(matches!(granger_tests(&bad, &x, 2), Err(DetectError::NonFinite { .. })));
-        assert!(matches!(granger_tests(&x, &x, 0), Err(DetectError::InvalidParameter { .. })));
+        assert!(matches!(
+            granger_tests(&bad, &x, 2),
+            Err(DetectError::NonFinite { .. })
+        ));
+        assert!(matches!(
+            granger_tests(&x, &x, 0),
+            Err(DetectError::InvalidParameter { .. })
+        ));
         // identical series: the cause lags duplicate the effect lags
-        assert!(matches!(granger_tests(&x, &x, 2), Err(DetectError::Collinear { .. })));
+        assert!(matches!(
+            granger_tests(&x, &x, 2),
+            Err(DetectError::Collinear { .. })
+        ));
         // effect is an exact function of the cause's lag: perfect fit
-        let y: Vec<f64> = (0..40).map(|t| if t == 0 { 0.0 } else { 2.0 * x[t - 1] }).collect();
-        assert!(matches!(granger_tests(&x, &y, 1), Err(DetectError::PerfectFit { .. })));
+        let y: Vec<f64> = (0..40)
+            .map(|t| if t == 0 { 0.0 } else { 2.0 * x[t - 1] })
+            .collect();
+        assert!(matches!(
+            granger_tests(&x, &y, 1),
+            Err(DetectError::PerfectFit { .. })
+        ));
     }
 
     #[test]
@@ -422,10 +507,16 @@ mod tests {
         let v = serde_json::to_value(&resp).unwrap_or_default();
         let lag = &v["lags"][0];
         for key in ["F", "p", "df_denom", "df_num"] {
-            assert!(lag["ssr_ftest"].get(key).is_some() && lag["params_ftest"].get(key).is_some(), "{key}");
+            assert!(
+                lag["ssr_ftest"].get(key).is_some() && lag["params_ftest"].get(key).is_some(),
+                "{key}"
+            );
         }
         for key in ["chi2", "p", "df"] {
-            assert!(lag["ssr_chi2test"].get(key).is_some() && lag["lrtest"].get(key).is_some(), "{key}");
+            assert!(
+                lag["ssr_chi2test"].get(key).is_some() && lag["lrtest"].get(key).is_some(),
+                "{key}"
+            );
         }
         assert_eq!(lag["lag"], 1);
         assert!(v["selected_lag"]["aic"].is_u64());
@@ -441,7 +532,13 @@ mod tests {
             walk_a[t] = walk_a[t - 1] + e1[t];
             walk_b[t] = walk_b[t - 1] + e2[t] + 0.5 * e1[t - 1];
         }
-        let req = GrangerRequest { cause: walk_a, effect: walk_b, max_lag: 2, difference: Differencing::Auto, alpha: 0.05 };
+        let req = GrangerRequest {
+            cause: walk_a,
+            effect: walk_b,
+            max_lag: 2,
+            difference: Differencing::Auto,
+            alpha: 0.05,
+        };
         let resp = granger(&req).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(resp.differenced, 1, "{:?}", resp.stationarity);
         assert_eq!(resp.nobs, 199);

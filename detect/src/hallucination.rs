@@ -93,7 +93,13 @@ pub struct HallucinationOptions {
 
 impl Default for HallucinationOptions {
     fn default() -> Self {
-        Self { support_threshold: 0.6, medium: 0.35, high: 0.65, uncertainty: UncertaintyOptions::default(), weights: IndexWeights::default() }
+        Self {
+            support_threshold: 0.6,
+            medium: 0.35,
+            high: 0.65,
+            uncertainty: UncertaintyOptions::default(),
+            weights: IndexWeights::default(),
+        }
     }
 }
 
@@ -182,10 +188,17 @@ fn sigmoid(z: f64) -> f64 {
 /// uncertainty).
 pub fn hallucination_index(request: &HallucinationRequest) -> Result<HallucinationReport> {
     let uncertainty = match &request.logprobs {
-        Some(lp) if !lp.content.is_empty() => Some(response_uncertainty(lp, &request.options.uncertainty)?),
+        Some(lp) if !lp.content.is_empty() => {
+            Some(response_uncertainty(lp, &request.options.uncertainty)?)
+        }
         _ => None,
     };
-    hallucination_index_parts(&request.answer, &request.documents, uncertainty, &request.options)
+    hallucination_index_parts(
+        &request.answer,
+        &request.documents,
+        uncertainty,
+        &request.options,
+    )
 }
 
 /// Score an answer from its parts; `uncertainty` may come from
@@ -200,10 +213,16 @@ pub fn hallucination_index_parts(
         return Err(DetectError::Empty { what: "answer" });
     }
     if answer.len() > MAX_ANSWER_BYTES {
-        return Err(DetectError::InvalidParameter { name: "answer", reason: format!("longer than {MAX_ANSWER_BYTES} bytes") });
+        return Err(DetectError::InvalidParameter {
+            name: "answer",
+            reason: format!("longer than {MAX_ANSWER_BYTES} bytes"),
+        });
     }
     if !(0.0..=1.0).contains(&opts.support_threshold) || !(opts.medium <= opts.high) {
-        return Err(DetectError::InvalidParameter { name: "options", reason: "support_threshold in [0,1] and medium <= high".into() });
+        return Err(DetectError::InvalidParameter {
+            name: "options",
+            reason: "support_threshold in [0,1] and medium <= high".into(),
+        });
     }
     let w = &opts.weights;
     let grounding = grounding::ground(answer, documents, opts.support_threshold);
@@ -211,8 +230,16 @@ pub fn hallucination_index_parts(
         Some(u) => {
             let scale = ((u.top_k as f64) + 1.0).ln().max(f64::MIN_POSITIVE);
             let norm = |v: Option<f64>| v.map_or(w.neutral, |h| (h / scale).clamp(0.0, 1.0));
-            let spike = u.entropy_max.zip(u.entropy_mean).map(|(max, mean)| max - mean);
-            (norm(u.entropy_mean), norm(spike), u.low_confidence.tokens_below as f64 / u.tokens.max(1) as f64, true)
+            let spike = u
+                .entropy_max
+                .zip(u.entropy_mean)
+                .map(|(max, mean)| max - mean);
+            (
+                norm(u.entropy_mean),
+                norm(spike),
+                u.low_confidence.tokens_below as f64 / u.tokens.max(1) as f64,
+                true,
+            )
         }
         None => (w.neutral, w.neutral, w.neutral, false),
     };
@@ -238,7 +265,9 @@ pub fn hallucination_index_parts(
         + w.entropy_spike * features.entropy_spike
         + w.low_confidence * features.low_confidence;
     if !z.is_finite() {
-        return Err(DetectError::Numerical { what: "hallucination index" });
+        return Err(DetectError::Numerical {
+            what: "hallucination index",
+        });
     }
     let score = sigmoid(z).clamp(0.0, 1.0);
     let label = if score >= opts.high {
@@ -250,7 +279,12 @@ pub fn hallucination_index_parts(
     };
     let explanation = explain(&grounding, &features, uncertainty.as_ref());
     Ok(HallucinationReport {
-        evaluation: EvaluationResult { name: "hallucination_index".into(), score_value: score, score_label: label, explanation },
+        evaluation: EvaluationResult {
+            name: "hallucination_index".into(),
+            score_value: score,
+            score_label: label,
+            explanation,
+        },
         features,
         grounding,
         uncertainty,
@@ -259,7 +293,11 @@ pub fn hallucination_index_parts(
 
 fn explain(g: &Grounding, f: &IndexFeatures, u: Option<&ResponseUncertainty>) -> String {
     let checked = g.sentences.iter().filter(|s| s.weight > 0.0).count();
-    let unsupported = g.sentences.iter().filter(|s| s.weight > 0.0 && !s.supported).count();
+    let unsupported = g
+        .sentences
+        .iter()
+        .filter(|s| s.weight > 0.0 && !s.supported)
+        .count();
     let mut parts = vec![if f.grounding_available {
         format!("{unsupported} of {checked} sentences not supported by the retrieved documents")
     } else {
@@ -304,28 +342,57 @@ mod tests {
     #[test]
     fn grounded_scores_lower_than_fabricated() {
         let opts = HallucinationOptions::default();
-        let good = hallucination_index_parts("Veltora was founded in 1998. Dana Okafor is its CEO.", &docs(), None, &opts)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let bad = hallucination_index_parts("Veltora was founded in 1987. Marcus Lindqvist is its CEO.", &docs(), None, &opts)
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(good.evaluation.score_value < bad.evaluation.score_value, "{} vs {}", good.evaluation.score_value, bad.evaluation.score_value);
+        let good = hallucination_index_parts(
+            "Veltora was founded in 1998. Dana Okafor is its CEO.",
+            &docs(),
+            None,
+            &opts,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let bad = hallucination_index_parts(
+            "Veltora was founded in 1987. Marcus Lindqvist is its CEO.",
+            &docs(),
+            None,
+            &opts,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            good.evaluation.score_value < bad.evaluation.score_value,
+            "{} vs {}",
+            good.evaluation.score_value,
+            bad.evaluation.score_value
+        );
         assert_eq!(good.evaluation.score_label, RiskLabel::Low);
         assert_ne!(bad.evaluation.score_label, RiskLabel::Low);
-        assert!(bad.evaluation.explanation.contains("1987"), "{}", bad.evaluation.explanation);
+        assert!(
+            bad.evaluation.explanation.contains("1987"),
+            "{}",
+            bad.evaluation.explanation
+        );
         let v = serde_json::to_value(&good.evaluation).unwrap_or_default();
         assert_eq!(v["gen_ai.evaluation.name"], "hallucination_index");
         assert!(v["gen_ai.evaluation.score.label"].is_string());
-        assert_eq!(good.grounding.sentences[0].best.as_ref().map(|s| s.document_id.as_str()), Some("kb-7"));
+        assert_eq!(
+            good.grounding.sentences[0]
+                .best
+                .as_ref()
+                .map(|s| s.document_id.as_str()),
+            Some("kb-7")
+        );
     }
 
     #[test]
     fn request_round_trip_and_errors() {
         let json = r#"{"answer": "Veltora has 12,400 employees.", "documents": [{"id": "d", "text": "Veltora employs 12,400 people."}],
                       "logprobs": {"content": [{"token": "Veltora", "logprob": -0.1, "top_logprobs": [{"token": "Veltora", "logprob": -0.1}]}]}}"#;
-        let req: HallucinationRequest = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"));
+        let req: HallucinationRequest =
+            serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"));
         let r = hallucination_index(&req).unwrap_or_else(|e| panic!("{e}"));
         assert!(r.features.uncertainty_available && r.uncertainty.is_some());
-        assert!(matches!(hallucination_index_parts("  ", &docs(), None, &HallucinationOptions::default()), Err(DetectError::Empty { .. })));
+        assert!(matches!(
+            hallucination_index_parts("  ", &docs(), None, &HallucinationOptions::default()),
+            Err(DetectError::Empty { .. })
+        ));
     }
 
     proptest! {

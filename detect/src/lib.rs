@@ -21,14 +21,19 @@
 //! * [`granger`], [`adf`], [`causal_graph`], [`timeseries`]: causality between series;
 //! * [`ols`], [`stats`]: least squares and shared statistics.
 
+// `!(x > 0.0)` is used on purpose throughout: unlike `x <= 0.0` it also rejects NaN.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 pub mod adf;
-pub mod entropy;
-pub mod logprobs;
+pub mod cache_decay;
 pub mod causal_graph;
+pub mod context;
+pub mod entropy;
 pub mod error;
 pub mod eval;
-pub mod hallucination;
 pub mod granger;
+pub mod hallucination;
+pub mod logprobs;
 pub mod ols;
 pub mod stats;
 pub mod timeseries;

@@ -68,7 +68,11 @@ pub struct ChoiceLogprobs {
     #[serde(default, deserialize_with = "null_as_empty")]
     pub content: Vec<TokenLogprob>,
     /// Per-token log-probabilities of a refusal, when the model refused.
-    #[serde(default, deserialize_with = "null_as_empty", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub refusal: Vec<TokenLogprob>,
 }
 
@@ -77,7 +81,10 @@ pub struct ChoiceLogprobs {
 pub fn parse_logprobs(json: &str) -> Result<ChoiceLogprobs> {
     let trimmed = json.trim_start();
     let parsed = if trimmed.starts_with('[') {
-        serde_json::from_str::<Vec<TokenLogprob>>(json).map(|content| ChoiceLogprobs { content, refusal: Vec::new() })
+        serde_json::from_str::<Vec<TokenLogprob>>(json).map(|content| ChoiceLogprobs {
+            content,
+            refusal: Vec::new(),
+        })
     } else {
         serde_json::from_str::<ChoiceLogprobs>(json)
     };
@@ -85,7 +92,10 @@ pub fn parse_logprobs(json: &str) -> Result<ChoiceLogprobs> {
     if parsed.content.len() > MAX_TOKENS {
         return Err(DetectError::InvalidParameter {
             name: "content",
-            reason: format!("{} tokens exceed the limit of {MAX_TOKENS}", parsed.content.len()),
+            reason: format!(
+                "{} tokens exceed the limit of {MAX_TOKENS}",
+                parsed.content.len()
+            ),
         });
     }
     Ok(parsed)
@@ -94,6 +104,30 @@ pub fn parse_logprobs(json: &str) -> Result<ChoiceLogprobs> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(s in ".{0,300}") {
+            let _ = parse_logprobs(&s);
+        }
+
+        #[test]
+        fn arbitrary_numbers_parse_then_compute_without_panic(
+            lps in proptest::collection::vec((-1e6f64..1.0, proptest::collection::vec(-1e6f64..1.0, 0..5)), 0..20)
+        ) {
+            let content: Vec<String> = lps.iter().map(|(lp, top)| {
+                let tops: Vec<String> = top.iter().enumerate().map(|(i, t)| format!(r#"{{"token":"t{i}","logprob":{t}}}"#)).collect();
+                format!(r#"{{"token":"x","logprob":{lp},"top_logprobs":[{}]}}"#, tops.join(","))
+            }).collect();
+            let json = format!(r#"{{"content":[{}]}}"#, content.join(","));
+            let parsed = parse_logprobs(&json);
+            prop_assert!(parsed.is_ok(), "{:?}", parsed);
+            if let Ok(p) = parsed {
+                let _ = crate::entropy::response_uncertainty(&p, &crate::entropy::UncertaintyOptions::default());
+            }
+        }
+    }
 
     #[test]
     fn parses_openai_shape_with_nulls() {
@@ -107,7 +141,8 @@ mod tests {
         assert_eq!(lp.content.len(), 2);
         assert!(lp.content[0].sampled_in_top());
         assert!(lp.content[1].top_logprobs.is_empty());
-        let bare = parse_logprobs(r#"[{"token": "a", "logprob": 0}]"#).unwrap_or_else(|e| panic!("{e}"));
+        let bare =
+            parse_logprobs(r#"[{"token": "a", "logprob": 0}]"#).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(bare.content.len(), 1);
     }
 
@@ -121,7 +156,10 @@ mod tests {
             r#"{"content": [{"token": "a", "logprob": 1e999}]}"#,
             r#"{"content": [{"token": "a", "logprob": -1, "bytes": [300]}]}"#,
         ] {
-            assert!(matches!(parse_logprobs(bad), Err(DetectError::InvalidJson { .. })), "{bad}");
+            assert!(
+                matches!(parse_logprobs(bad), Err(DetectError::InvalidJson { .. })),
+                "{bad}"
+            );
         }
     }
 }

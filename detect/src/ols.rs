@@ -22,14 +22,12 @@ pub(crate) const RANK_RTOL: f64 = 1e-10;
 pub(crate) struct AugmentedQr {
     r: DMatrix<f64>,
     col_norms: Vec<f64>,
-    nobs: usize,
 }
 
 impl AugmentedQr {
-    /// Factorise `m = [X | y]` (`nobs` rows, last column is the response). `m` may already be
-    /// a partially reduced stack (e.g. a triangular factor on top of extra rows); `nobs` is the
-    /// number of observations it represents.
-    pub(crate) fn factor(m: DMatrix<f64>, nobs: usize) -> Result<Self> {
+    /// Factorise `m = [X | y]` (last column is the response). `m` may already be a partially
+    /// reduced stack (e.g. a triangular factor on top of extra rows).
+    pub(crate) fn factor(m: DMatrix<f64>) -> Result<Self> {
         let cols = m.ncols();
         if cols < 2 || m.nrows() < cols {
             return Err(DetectError::TooFewObservations {
@@ -40,22 +38,19 @@ impl AugmentedQr {
         }
         let col_norms: Vec<f64> = (0..cols).map(|j| m.column(j).norm()).collect();
         if col_norms.iter().any(|v| !v.is_finite()) {
-            return Err(DetectError::Numerical { what: "least squares column norms" });
+            return Err(DetectError::Numerical {
+                what: "least squares column norms",
+            });
         }
         let full = m.qr().r();
         // keep the square (k+1)x(k+1) triangle
         let r = full.rows(0, cols).into_owned();
-        Ok(Self { r, col_norms, nobs })
+        Ok(Self { r, col_norms })
     }
 
     /// Number of regressors `k` (columns of `X`).
     pub(crate) fn k(&self) -> usize {
         self.r.ncols() - 1
-    }
-
-    /// Number of observations.
-    pub(crate) fn nobs(&self) -> usize {
-        self.nobs
     }
 
     /// The triangular factor (`(k+1) x (k+1)`).
@@ -110,7 +105,9 @@ impl AugmentedQr {
             }
             let d = self.r[(i, i)];
             if d == 0.0 {
-                return Err(DetectError::Collinear { context: "back substitution".into() });
+                return Err(DetectError::Collinear {
+                    context: "back substitution".into(),
+                });
             }
             b[i] = acc / d;
         }
@@ -124,7 +121,9 @@ impl AugmentedQr {
         let eye = DMatrix::<f64>::identity(k, k);
         let rinv = r11
             .solve_upper_triangular(&eye)
-            .ok_or_else(|| DetectError::Collinear { context: "R inverse".into() })?;
+            .ok_or_else(|| DetectError::Collinear {
+                context: "R inverse".into(),
+            })?;
         Ok((0..k).map(|i| rinv.row(i).norm_squared()).collect())
     }
 }
@@ -163,7 +162,9 @@ pub fn ols(columns: &[&[f64]], y: &[f64]) -> Result<OlsFit> {
     let n = y.len();
     let k = columns.len();
     if k == 0 {
-        return Err(DetectError::Empty { what: "regressor columns" });
+        return Err(DetectError::Empty {
+            what: "regressor columns",
+        });
     }
     crate::error::check_finite("y", y)?;
     for c in columns {
@@ -178,16 +179,24 @@ pub fn ols(columns: &[&[f64]], y: &[f64]) -> Result<OlsFit> {
         crate::error::check_finite("x", c)?;
     }
     if n <= k {
-        return Err(DetectError::TooFewObservations { what: "ols", needed: k + 1, got: n });
+        return Err(DetectError::TooFewObservations {
+            what: "ols",
+            needed: k + 1,
+            got: n,
+        });
     }
     let m = DMatrix::from_fn(n, k + 1, |i, j| if j < k { columns[j][i] } else { y[i] });
-    let qr = AugmentedQr::factor(m, n)?;
+    let qr = AugmentedQr::factor(m)?;
     qr.check_rank(|| "ols".into())?;
     let params = qr.params()?;
     let ssr = qr.ssr();
     let df_resid = n - k;
     let sigma2 = ssr / df_resid as f64;
-    let bse = qr.inv_xtx_diag()?.into_iter().map(|d| (sigma2 * d).sqrt()).collect();
+    let bse = qr
+        .inv_xtx_diag()?
+        .into_iter()
+        .map(|d| (sigma2 * d).sqrt())
+        .collect();
     let llf = gaussian_llf(ssr, n);
     Ok(OlsFit {
         params,
@@ -210,7 +219,10 @@ mod tests {
     fn exact_line_is_recovered() {
         let x: Vec<f64> = (0..10).map(f64::from).collect();
         let ones = vec![1.0; 10];
-        let y: Vec<f64> = x.iter().map(|v| 2.0 + 0.5 * v + if (*v as i32) % 2 == 0 { 0.1 } else { -0.1 }).collect();
+        let y: Vec<f64> = x
+            .iter()
+            .map(|v| 2.0 + 0.5 * v + if (*v as i32) % 2 == 0 { 0.1 } else { -0.1 })
+            .collect();
         let fit = ols(&[&ones, &x], &y).unwrap_or_else(|e| panic!("{e}"));
         assert!((fit.params[1] - 0.5).abs() < 0.05, "{:?}", fit.params);
         assert_eq!(fit.df_resid, 8);
@@ -222,8 +234,14 @@ mod tests {
         let a = [1.0, 2.0, 3.0, 4.0, 5.0];
         let b = [2.0, 4.0, 6.0, 8.0, 10.0];
         let y = [1.0, 0.0, 1.0, 0.0, 2.0];
-        assert!(matches!(ols(&[&a, &b], &y), Err(DetectError::Collinear { .. })));
-        assert!(matches!(ols(&[&a], &[1.0, f64::NAN, 0.0, 0.0, 0.0]), Err(DetectError::NonFinite { .. })));
+        assert!(matches!(
+            ols(&[&a, &b], &y),
+            Err(DetectError::Collinear { .. })
+        ));
+        assert!(matches!(
+            ols(&[&a], &[1.0, f64::NAN, 0.0, 0.0, 0.0]),
+            Err(DetectError::NonFinite { .. })
+        ));
     }
 
     proptest! {

@@ -14,7 +14,9 @@ use statrs::function::{beta, gamma};
 /// (instead of `1 - cdf`) keeps tiny p-values accurate.
 pub fn f_sf(x: f64, d1: f64, d2: f64) -> Result<f64> {
     if !(d1 > 0.0 && d2 > 0.0) || x.is_nan() {
-        return Err(DetectError::Numerical { what: "F survival function" });
+        return Err(DetectError::Numerical {
+            what: "F survival function",
+        });
     }
     if x <= 0.0 {
         return Ok(1.0);
@@ -23,8 +25,9 @@ pub fn f_sf(x: f64, d1: f64, d2: f64) -> Result<f64> {
         return Ok(0.0);
     }
     let z = d2 / (d2 + d1 * x);
-    let p = beta::checked_beta_reg(d2 / 2.0, d1 / 2.0, z)
-        .map_err(|_| DetectError::Numerical { what: "F survival function" })?;
+    let p = beta::checked_beta_reg(d2 / 2.0, d1 / 2.0, z).map_err(|_| DetectError::Numerical {
+        what: "F survival function",
+    })?;
     finite_prob(p, "F survival function")
 }
 
@@ -32,7 +35,9 @@ pub fn f_sf(x: f64, d1: f64, d2: f64) -> Result<f64> {
 /// upper incomplete gamma `Q(df/2, x/2)` (scipy `chdtrc`).
 pub fn chi2_sf(x: f64, df: f64) -> Result<f64> {
     if !(df > 0.0) || x.is_nan() {
-        return Err(DetectError::Numerical { what: "chi-squared survival function" });
+        return Err(DetectError::Numerical {
+            what: "chi-squared survival function",
+        });
     }
     if x <= 0.0 {
         return Ok(1.0);
@@ -40,8 +45,9 @@ pub fn chi2_sf(x: f64, df: f64) -> Result<f64> {
     if x.is_infinite() {
         return Ok(0.0);
     }
-    let p = gamma::checked_gamma_ur(df / 2.0, x / 2.0)
-        .map_err(|_| DetectError::Numerical { what: "chi-squared survival function" })?;
+    let p = gamma::checked_gamma_ur(df / 2.0, x / 2.0).map_err(|_| DetectError::Numerical {
+        what: "chi-squared survival function",
+    })?;
     finite_prob(p, "chi-squared survival function")
 }
 
@@ -53,13 +59,16 @@ pub fn normal_cdf(x: f64) -> f64 {
 
 /// Quantile `q` of Student's t with `df` degrees of freedom (for confidence intervals).
 pub fn student_t_quantile(q: f64, df: f64) -> Result<f64> {
-    let t = StudentsT::new(0.0, 1.0, df)
-        .map_err(|_| DetectError::Numerical { what: "Student t quantile" })?;
+    let t = StudentsT::new(0.0, 1.0, df).map_err(|_| DetectError::Numerical {
+        what: "Student t quantile",
+    })?;
     let v = t.inverse_cdf(q);
     if v.is_finite() {
         Ok(v)
     } else {
-        Err(DetectError::Numerical { what: "Student t quantile" })
+        Err(DetectError::Numerical {
+            what: "Student t quantile",
+        })
     }
 }
 
@@ -79,7 +88,10 @@ fn finite_prob(p: f64, what: &'static str) -> Result<f64> {
 pub fn benjamini_hochberg(p_values: &[f64]) -> Result<Vec<f64>> {
     for (index, p) in p_values.iter().enumerate() {
         if !(0.0..=1.0).contains(p) {
-            return Err(DetectError::NonFinite { field: "p_values", index });
+            return Err(DetectError::NonFinite {
+                field: "p_values",
+                index,
+            });
         }
     }
     let m = p_values.len();
@@ -260,7 +272,12 @@ mod tests {
         let p = [0.01, 0.04, 0.03, 0.20];
         let q = benjamini_hochberg(&p).unwrap_or_default();
         // sorted: .01*4/1=.04, .03*4/2=.06, .04*4/3=.0533, .2*4/4=.2 -> cummin from end
-        let want = [0.04, 0.053_333_333_333_333_33, 0.053_333_333_333_333_33, 0.2];
+        let want = [
+            0.04,
+            0.053_333_333_333_333_33,
+            0.053_333_333_333_333_33,
+            0.2,
+        ];
         for (a, b) in q.iter().zip(want) {
             assert!((a - b).abs() < 1e-12, "{q:?}");
         }
@@ -307,7 +324,7 @@ mod tests {
             s in proptest::collection::vec(-5.0f64..5.0, 2..50),
             seed in 0u64..1000,
         ) {
-            let labels: Vec<bool> = (0..s.len()).map(|i| (i as u64 * 2654435761 + seed) % 3 == 0).collect();
+            let labels: Vec<bool> = (0..s.len()).map(|i| (i as u64 * 2654435761 + seed).is_multiple_of(3)).collect();
             if labels.iter().any(|l| *l) && labels.iter().any(|l| !*l) {
                 let a = auroc(&s, &labels).unwrap_or(f64::NAN);
                 let neg: Vec<f64> = s.iter().map(|v| -v).collect();

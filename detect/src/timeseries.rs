@@ -63,7 +63,9 @@ fn validate(s: &TimeSeries) -> Result<()> {
         });
     }
     if s.values.is_empty() {
-        return Err(DetectError::Empty { what: "time series" });
+        return Err(DetectError::Empty {
+            what: "time series",
+        });
     }
     crate::error::check_finite("values", &s.values)?;
     if let Some(i) = s.timestamps_ms.windows(2).position(|w| w[1] <= w[0]) {
@@ -76,18 +78,37 @@ fn validate(s: &TimeSeries) -> Result<()> {
 }
 
 /// Resample every series onto a grid of `step_ms` (see module docs for the rule).
-pub fn align(series: &[TimeSeries], step_ms: i64, aggregation: Aggregation) -> Result<AlignedSeries> {
+pub fn align(
+    series: &[TimeSeries],
+    step_ms: i64,
+    aggregation: Aggregation,
+) -> Result<AlignedSeries> {
     if step_ms <= 0 {
-        return Err(DetectError::InvalidParameter { name: "step_ms", reason: format!("must be positive, got {step_ms}") });
+        return Err(DetectError::InvalidParameter {
+            name: "step_ms",
+            reason: format!("must be positive, got {step_ms}"),
+        });
     }
     if series.is_empty() {
-        return Err(DetectError::Empty { what: "series list" });
+        return Err(DetectError::Empty {
+            what: "series list",
+        });
     }
     for s in series {
         validate(s)?;
     }
-    let first = series.iter().filter_map(|s| s.timestamps_ms.first()).copied().max().unwrap_or(0);
-    let last = series.iter().filter_map(|s| s.timestamps_ms.last()).copied().min().unwrap_or(0);
+    let first = series
+        .iter()
+        .filter_map(|s| s.timestamps_ms.first())
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let last = series
+        .iter()
+        .filter_map(|s| s.timestamps_ms.last())
+        .copied()
+        .min()
+        .unwrap_or(0);
     let start = first.div_euclid(step_ms) * step_ms;
     if last < first {
         return Err(DetectError::InvalidTimestamps {
@@ -133,15 +154,29 @@ pub fn align(series: &[TimeSeries], step_ms: i64, aggregation: Aggregation) -> R
         interpolated.push(filled);
         values.push(out.into_iter().map(|v| v.unwrap_or(0.0)).collect());
     }
-    Ok(AlignedSeries { start_ms: start, step_ms, names: series.iter().map(|s| s.name.clone()).collect(), values, interpolated })
+    Ok(AlignedSeries {
+        start_ms: start,
+        step_ms,
+        names: series.iter().map(|s| s.name.clone()).collect(),
+        values,
+        interpolated,
+    })
 }
 
 /// Linear interpolation over runs of empty buckets; edges take the nearest value (can only
 /// happen when the first bucket starts before the floored start).
 fn fill_gaps(out: &mut [Option<f64>], s: &TimeSeries) -> Result<usize> {
-    let known: Vec<usize> = out.iter().enumerate().filter(|(_, v)| v.is_some()).map(|(i, _)| i).collect();
+    let known: Vec<usize> = out
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_some())
+        .map(|(i, _)| i)
+        .collect();
     if known.is_empty() {
-        return Err(DetectError::InvalidTimestamps { series: s.name.clone(), reason: "no point inside the common time range".into() });
+        return Err(DetectError::InvalidTimestamps {
+            series: s.name.clone(),
+            reason: "no point inside the common time range".into(),
+        });
     }
     let mut filled = 0;
     let value = |i: usize, out: &[Option<f64>]| out[i].unwrap_or(0.0);
@@ -151,7 +186,10 @@ fn fill_gaps(out: &mut [Option<f64>], s: &TimeSeries) -> Result<usize> {
         }
         filled += 1;
         let next = known.partition_point(|&k| k < i);
-        let v = match (next.checked_sub(1).map(|p| known[p]), known.get(next).copied()) {
+        let v = match (
+            next.checked_sub(1).map(|p| known[p]),
+            known.get(next).copied(),
+        ) {
             (Some(a), Some(b)) => {
                 let (va, vb) = (value(a, out), value(b, out));
                 va + (vb - va) * (i - a) as f64 / (b - a) as f64
@@ -170,12 +208,20 @@ mod tests {
     use super::*;
 
     fn ts(name: &str, t: &[i64], v: &[f64]) -> TimeSeries {
-        TimeSeries { name: name.into(), timestamps_ms: t.to_vec(), values: v.to_vec() }
+        TimeSeries {
+            name: name.into(),
+            timestamps_ms: t.to_vec(),
+            values: v.to_vec(),
+        }
     }
 
     #[test]
     fn aligns_on_overlap_and_interpolates() {
-        let a = ts("a", &[0, 1000, 2000, 3000, 4000], &[1.0, 2.0, 3.0, 4.0, 5.0]);
+        let a = ts(
+            "a",
+            &[0, 1000, 2000, 3000, 4000],
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+        );
         let b = ts("b", &[1500, 3500, 4500], &[10.0, 30.0, 40.0]);
         let r = align(&[a, b], 1000, Aggregation::Mean).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.start_ms, 1000);
@@ -188,11 +234,20 @@ mod tests {
     #[test]
     fn bad_timestamps_are_errors() {
         let a = ts("a", &[0, 0], &[1.0, 2.0]);
-        assert!(matches!(align(&[a], 10, Aggregation::Mean), Err(DetectError::InvalidTimestamps { .. })));
+        assert!(matches!(
+            align(&[a], 10, Aggregation::Mean),
+            Err(DetectError::InvalidTimestamps { .. })
+        ));
         let a = ts("a", &[0, 10], &[1.0, 2.0]);
         let b = ts("b", &[20, 30], &[1.0, 2.0]);
-        assert!(matches!(align(&[a, b], 10, Aggregation::Mean), Err(DetectError::InvalidTimestamps { .. })));
+        assert!(matches!(
+            align(&[a, b], 10, Aggregation::Mean),
+            Err(DetectError::InvalidTimestamps { .. })
+        ));
         let a = ts("a", &[0, 10_000_000_000], &[1.0, 2.0]);
-        assert!(matches!(align(&[a], 1, Aggregation::Sum), Err(DetectError::InvalidParameter { .. })));
+        assert!(matches!(
+            align(&[a], 1, Aggregation::Sum),
+            Err(DetectError::InvalidParameter { .. })
+        ));
     }
 }

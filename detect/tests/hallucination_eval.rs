@@ -12,9 +12,24 @@ fn index_beats_baselines_on_every_generated_set() {
     eprintln!("{}", format_table(&results));
     assert!(results.len() >= 2);
     for r in &results {
-        for (name, base) in [("length", &r.length_baseline), ("mean entropy", &r.entropy_baseline)] {
-            assert!(r.index.auroc > base.auroc, "{}: AUROC {} <= {name} {}", r.set, r.index.auroc, base.auroc);
-            assert!(r.index.auc_pr > base.auc_pr, "{}: AUC-PR {} <= {name} {}", r.set, r.index.auc_pr, base.auc_pr);
+        for (name, base) in [
+            ("length", &r.length_baseline),
+            ("mean entropy", &r.entropy_baseline),
+        ] {
+            assert!(
+                r.index.auroc > base.auroc,
+                "{}: AUROC {} <= {name} {}",
+                r.set,
+                r.index.auroc,
+                base.auroc
+            );
+            assert!(
+                r.index.auc_pr > base.auc_pr,
+                "{}: AUC-PR {} <= {name} {}",
+                r.set,
+                r.index.auc_pr,
+                base.auc_pr
+            );
             assert!(
                 r.index.precision_at_flag_rate > base.precision_at_flag_rate,
                 "{}: P@10% {} <= {name} {}",
@@ -23,8 +38,19 @@ fn index_beats_baselines_on_every_generated_set() {
                 base.precision_at_flag_rate
             );
         }
-        assert!(r.positives > r.examples / 4 && r.positives < r.examples * 3 / 4, "{}: label balance", r.set);
+        assert!(
+            r.positives > r.examples / 4 && r.positives < r.examples * 3 / 4,
+            "{}: label balance",
+            r.set
+        );
     }
-    let main = results.iter().find(|r| r.set == "generated").expect("generated set");
-    assert!(main.index.auroc >= 0.80, "AUROC {} < 0.80", main.index.auroc);
+    let main = results
+        .iter()
+        .find(|r| r.set == "generated")
+        .expect("generated set");
+    assert!(
+        main.index.auroc >= 0.80,
+        "AUROC {} < 0.80",
+        main.index.auroc
+    );
 }

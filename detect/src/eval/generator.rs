@@ -115,13 +115,64 @@ pub struct LabelledExample {
     pub kind: String,
 }
 
-const PREFIX: &[&str] = &["Vel", "Quin", "Bright", "Nor", "Cal", "Ter", "Lum", "Sol", "Mar", "Ost", "Kel", "Dra", "Fen", "Hal", "Jor", "Pra", "Rho", "Zen", "Ard", "Cor"];
-const SUFFIX: &[&str] = &["tora", "mark", "well", "vex", "dyn", "ics", "ora", "lith", "gen", "pulse", "core", "ware", "aris", "ton", "field"];
-const FIRST: &[&str] = &["Dana", "Marcus", "Priya", "Elena", "Tomas", "Aiko", "Samuel", "Ingrid", "Rafael", "Chen", "Amara", "Jonas", "Leila", "Victor", "Nadia", "Oscar"];
-const LAST: &[&str] = &["Okafor", "Lindqvist", "Raman", "Petrova", "Alvarez", "Tanaka", "Brooks", "Haugen", "Moreau", "Wei", "Mensah", "Keller", "Haddad", "Novak", "Ibsen", "Duarte"];
-const CITIES: &[&str] = &["Lisbon", "Rotterdam", "Austin", "Osaka", "Nairobi", "Krakow", "Montreal", "Valencia", "Tallinn", "Denver", "Lyon", "Seoul", "Porto", "Leeds", "Perth", "Bergen"];
-const PRODUCT: &[&str] = &["Atlas", "Beacon", "Cinder", "Drift", "Ember", "Flux", "Glint", "Harbor", "Ion", "Juniper", "Keystone", "Lattice"];
-const AWARDS: &[&str] = &["Global Innovation", "Sustainable Enterprise", "Design Excellence", "Industry Leadership"];
+const PREFIX: &[&str] = &[
+    "Vel", "Quin", "Bright", "Nor", "Cal", "Ter", "Lum", "Sol", "Mar", "Ost", "Kel", "Dra", "Fen",
+    "Hal", "Jor", "Pra", "Rho", "Zen", "Ard", "Cor",
+];
+const SUFFIX: &[&str] = &[
+    "tora", "mark", "well", "vex", "dyn", "ics", "ora", "lith", "gen", "pulse", "core", "ware",
+    "aris", "ton", "field",
+];
+const FIRST: &[&str] = &[
+    "Dana", "Marcus", "Priya", "Elena", "Tomas", "Aiko", "Samuel", "Ingrid", "Rafael", "Chen",
+    "Amara", "Jonas", "Leila", "Victor", "Nadia", "Oscar",
+];
+const LAST: &[&str] = &[
+    "Okafor",
+    "Lindqvist",
+    "Raman",
+    "Petrova",
+    "Alvarez",
+    "Tanaka",
+    "Brooks",
+    "Haugen",
+    "Moreau",
+    "Wei",
+    "Mensah",
+    "Keller",
+    "Haddad",
+    "Novak",
+    "Ibsen",
+    "Duarte",
+];
+const CITIES: &[&str] = &[
+    "Lisbon",
+    "Rotterdam",
+    "Austin",
+    "Osaka",
+    "Nairobi",
+    "Krakow",
+    "Montreal",
+    "Valencia",
+    "Tallinn",
+    "Denver",
+    "Lyon",
+    "Seoul",
+    "Porto",
+    "Leeds",
+    "Perth",
+    "Bergen",
+];
+const PRODUCT: &[&str] = &[
+    "Atlas", "Beacon", "Cinder", "Drift", "Ember", "Flux", "Glint", "Harbor", "Ion", "Juniper",
+    "Keystone", "Lattice",
+];
+const AWARDS: &[&str] = &[
+    "Global Innovation",
+    "Sustainable Enterprise",
+    "Design Excellence",
+    "Industry Leadership",
+];
 const DOC_FILLER: &[&str] = &[
     "The sector has seen steady consolidation over the past decade.",
     "Industry observers expect demand to remain strong in the coming years.",
@@ -159,7 +210,15 @@ enum Attr {
     Growth,
 }
 
-const ATTRS: [Attr; 7] = [Attr::Founded, Attr::City, Attr::Employees, Attr::Revenue, Attr::Ceo, Attr::Product, Attr::Growth];
+const ATTRS: [Attr; 7] = [
+    Attr::Founded,
+    Attr::City,
+    Attr::Employees,
+    Attr::Revenue,
+    Attr::Ceo,
+    Attr::Product,
+    Attr::Growth,
+];
 
 fn company(rng: &mut SplitMix64, used: &mut Vec<String>) -> Company {
     let mut name = format!("{}{}", rng.pick(PREFIX), rng.pick(SUFFIX));
@@ -175,14 +234,22 @@ fn company(rng: &mut SplitMix64, used: &mut Vec<String>) -> Company {
         employees: (2 + rng.range(0, 900)) as u32 * 100,
         revenue: (5 + rng.range(0, 400)) as f64 / 10.0,
         ceo: format!("{} {}", rng.pick(FIRST), rng.pick(LAST)),
-        product: format!("{} {}", rng.pick(PRODUCT), rng.pick(&["One", "Pro", "Cloud", "Edge", "Suite"])),
+        product: format!(
+            "{} {}",
+            rng.pick(PRODUCT),
+            rng.pick(&["One", "Pro", "Cloud", "Edge", "Suite"])
+        ),
         launch: founded + 5 + rng.range(0, 20) as u32,
         growth: 2 + rng.range(0, 30) as u32,
     }
 }
 
 fn fmt_thousands(n: u32) -> String {
-    if n >= 1000 { format!("{},{:03}", n / 1000, n % 1000) } else { n.to_string() }
+    if n >= 1000 {
+        format!("{},{:03}", n / 1000, n % 1000)
+    } else {
+        n.to_string()
+    }
 }
 
 /// A fact sentence in document style.
@@ -192,7 +259,10 @@ fn doc_sentence(rng: &mut SplitMix64, c: &Company, a: Attr) -> String {
         Attr::Founded => match rng.range(0, 3) {
             0 => format!("{e} was founded in {}.", c.founded),
             1 => format!("Founded in {}, {e} started as a small workshop.", c.founded),
-            _ => format!("{e} traces its origins to {}, when a group of engineers set it up.", c.founded),
+            _ => format!(
+                "{e} traces its origins to {}, when a group of engineers set it up.",
+                c.founded
+            ),
         },
         Attr::City => match rng.range(0, 3) {
             0 => format!("{e} is headquartered in {}.", c.city),
@@ -201,11 +271,20 @@ fn doc_sentence(rng: &mut SplitMix64, c: &Company, a: Attr) -> String {
         },
         Attr::Employees => match rng.range(0, 3) {
             0 => format!("{e} employs {} people.", fmt_thousands(c.employees)),
-            1 => format!("{e} has a workforce of about {} employees.", fmt_thousands(c.employees)),
-            _ => format!("As of last year, {e} had {} staff members.", fmt_thousands(c.employees)),
+            1 => format!(
+                "{e} has a workforce of about {} employees.",
+                fmt_thousands(c.employees)
+            ),
+            _ => format!(
+                "As of last year, {e} had {} staff members.",
+                fmt_thousands(c.employees)
+            ),
         },
         Attr::Revenue => match rng.range(0, 2) {
-            0 => format!("{e} reported revenue of {:.1} billion dollars last year.", c.revenue),
+            0 => format!(
+                "{e} reported revenue of {:.1} billion dollars last year.",
+                c.revenue
+            ),
             _ => format!("Annual revenue at {e} reached {:.1} billion.", c.revenue),
         },
         Attr::Ceo => match rng.range(0, 3) {
@@ -215,10 +294,16 @@ fn doc_sentence(rng: &mut SplitMix64, c: &Company, a: Attr) -> String {
         },
         Attr::Product => match rng.range(0, 2) {
             0 => format!("{e} launched {} in {}.", c.product, c.launch),
-            _ => format!("The flagship product of {e}, {}, was introduced in {}.", c.product, c.launch),
+            _ => format!(
+                "The flagship product of {e}, {}, was introduced in {}.",
+                c.product, c.launch
+            ),
         },
         Attr::Growth => match rng.range(0, 2) {
-            0 => format!("Sales at {e} grew {} percent over the previous year.", c.growth),
+            0 => format!(
+                "Sales at {e} grew {} percent over the previous year.",
+                c.growth
+            ),
             _ => format!("{e} posted growth of {} percent.", c.growth),
         },
     }
@@ -239,13 +324,22 @@ fn answer_sentence(rng: &mut SplitMix64, c: &Company, a: Attr) -> String {
             _ => format!("The company is based in {}.", c.city),
         },
         Attr::Employees => match rng.range(0, 3) {
-            0 => format!("The company has roughly {} employees.", fmt_thousands(c.employees)),
+            0 => format!(
+                "The company has roughly {} employees.",
+                fmt_thousands(c.employees)
+            ),
             1 => format!("{e} employs about {} people.", c.employees),
             _ => format!("Its staff numbers around {}.", fmt_thousands(c.employees)),
         },
         Attr::Revenue => match rng.range(0, 2) {
-            0 => format!("Its annual revenue is about {:.1} billion dollars.", c.revenue),
-            _ => format!("{e} generated {:.1} billion in revenue last year.", c.revenue),
+            0 => format!(
+                "Its annual revenue is about {:.1} billion dollars.",
+                c.revenue
+            ),
+            _ => format!(
+                "{e} generated {:.1} billion in revenue last year.",
+                c.revenue
+            ),
         },
         Attr::Ceo => match rng.range(0, 3) {
             0 => format!("{} serves as chief executive.", c.ceo),
@@ -254,7 +348,10 @@ fn answer_sentence(rng: &mut SplitMix64, c: &Company, a: Attr) -> String {
         },
         Attr::Product => match rng.range(0, 2) {
             0 => format!("{e} introduced {} in {}.", c.product, c.launch),
-            _ => format!("Its best-known product, {}, came out in {}.", c.product, c.launch),
+            _ => format!(
+                "Its best-known product, {}, came out in {}.",
+                c.product, c.launch
+            ),
         },
         Attr::Growth => match rng.range(0, 2) {
             0 => format!("Sales rose {} percent year over year.", c.growth),
@@ -292,7 +389,7 @@ fn set_fresh(rng: &mut SplitMix64, c: &mut Company, a: Attr) {
     match a {
         Attr::Founded => c.founded = c.founded.saturating_sub(delta),
         Attr::City => c.city = rng.pick(CITIES).to_string(),
-        Attr::Employees => c.employees = c.employees + 100 * (3 + rng.range(0, 40) as u32),
+        Attr::Employees => c.employees += 100 * (3 + rng.range(0, 40) as u32),
         Attr::Revenue => c.revenue = ((c.revenue * (1.2 + rng.unit())) * 10.0).round() / 10.0 + 0.3,
         Attr::Ceo => c.ceo = format!("{} {}", rng.pick(FIRST), rng.pick(LAST)),
         Attr::Product => c.launch += delta,
@@ -302,7 +399,13 @@ fn set_fresh(rng: &mut SplitMix64, c: &mut Company, a: Attr) {
 
 /// Corrupt attribute `a` of the target: swap in a distractor company's value (which is in the
 /// documents) or invent a fresh one; the value always differs from the truth.
-fn corrupt(rng: &mut SplitMix64, target: &Company, others: &[Company], a: Attr, hard: bool) -> (Company, &'static str) {
+fn corrupt(
+    rng: &mut SplitMix64,
+    target: &Company,
+    others: &[Company],
+    a: Attr,
+    hard: bool,
+) -> (Company, &'static str) {
     let numeric = !matches!(a, Attr::Ceo | Attr::City);
     let truth = attr_value(target, a);
     if hard || rng.chance(0.5) {
@@ -312,7 +415,14 @@ fn corrupt(rng: &mut SplitMix64, target: &Company, others: &[Company], a: Attr, 
             if attr_value(donor, a) != truth {
                 let mut c = target.clone();
                 set_from(&mut c, donor, a);
-                return (c, if numeric { "number_swap" } else { "entity_swap" });
+                return (
+                    c,
+                    if numeric {
+                        "number_swap"
+                    } else {
+                        "entity_swap"
+                    },
+                );
             }
         }
     }
@@ -323,15 +433,31 @@ fn corrupt(rng: &mut SplitMix64, target: &Company, others: &[Company], a: Attr, 
             break;
         }
     }
-    (c, if numeric { "fresh_number" } else { "fresh_entity" })
+    (
+        c,
+        if numeric {
+            "fresh_number"
+        } else {
+            "fresh_entity"
+        },
+    )
 }
 
 fn fabricated_event(rng: &mut SplitMix64, c: &Company) -> String {
     let year = c.founded + 10 + rng.range(0, 25) as u32;
     match rng.range(0, 3) {
-        0 => format!("{} acquired {}{} in {year}.", c.name, rng.pick(PREFIX), rng.pick(&["ix", "lane", "hub", "tek"])),
+        0 => format!(
+            "{} acquired {}{} in {year}.",
+            c.name,
+            rng.pick(PREFIX),
+            rng.pick(&["ix", "lane", "hub", "tek"])
+        ),
         1 => format!("{} won the {} award in {year}.", c.name, rng.pick(AWARDS)),
-        _ => format!("In {year} {} opened a second headquarters in {}.", c.name, rng.pick(CITIES)),
+        _ => format!(
+            "In {year} {} opened a second headquarters in {}.",
+            c.name,
+            rng.pick(CITIES)
+        ),
     }
 }
 
@@ -343,7 +469,9 @@ pub fn generate(cfg: &GeneratorConfig) -> Vec<LabelledExample> {
     for idx in 0..cfg.examples {
         let mut used = Vec::new();
         let n_companies = 3 + rng.range(0, 3);
-        let companies: Vec<Company> = (0..n_companies).map(|_| company(&mut rng, &mut used)).collect();
+        let companies: Vec<Company> = (0..n_companies)
+            .map(|_| company(&mut rng, &mut used))
+            .collect();
         let target = &companies[0];
         let others = &companies[1..];
 
@@ -353,7 +481,11 @@ pub fn generate(cfg: &GeneratorConfig) -> Vec<LabelledExample> {
             let i = rng.range(0, shown.len());
             shown.remove(i);
         }
-        let hidden: Vec<Attr> = ATTRS.iter().copied().filter(|a| !shown.contains(a)).collect();
+        let hidden: Vec<Attr> = ATTRS
+            .iter()
+            .copied()
+            .filter(|a| !shown.contains(a))
+            .collect();
 
         // documents: target facts split over 1-2 passages, distractors in the rest
         let mut docs: Vec<Vec<String>> = vec![Vec::new(); 3 + rng.range(0, 3)];
@@ -384,8 +516,14 @@ pub fn generate(cfg: &GeneratorConfig) -> Vec<LabelledExample> {
                 d.swap(i, j);
             }
         }
-        let documents: Vec<RetrievedDocument> =
-            docs.iter().enumerate().map(|(i, s)| RetrievedDocument { id: format!("doc-{i}"), text: s.join(" ") }).collect();
+        let documents: Vec<RetrievedDocument> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| RetrievedDocument {
+                id: format!("doc-{i}"),
+                text: s.join(" "),
+            })
+            .collect();
 
         // answer
         let hallucinated = rng.chance(cfg.hallucination_rate);
@@ -398,7 +536,11 @@ pub fn generate(cfg: &GeneratorConfig) -> Vec<LabelledExample> {
         let mut sentences: Vec<String> = Vec::new();
         let mut corrupted: Vec<usize> = Vec::new();
         let mut kind = "grounded";
-        let n_bad = if hallucinated { 1 + usize::from(rng.chance(0.25)) } else { 0 };
+        let n_bad = if hallucinated {
+            1 + usize::from(rng.chance(0.25))
+        } else {
+            0
+        };
         let bad: Vec<usize> = {
             let mut v: Vec<usize> = (0..claims.len()).collect();
             for i in (1..v.len()).rev() {
@@ -425,7 +567,11 @@ pub fn generate(cfg: &GeneratorConfig) -> Vec<LabelledExample> {
                     _ => {
                         kind = "not_in_context";
                         let a2 = hidden.first().copied().unwrap_or(*a);
-                        let (c, _) = if hidden.is_empty() { corrupt(&mut rng, target, others, a2, false) } else { (target.clone(), "") };
+                        let (c, _) = if hidden.is_empty() {
+                            corrupt(&mut rng, target, others, a2, false)
+                        } else {
+                            (target.clone(), "")
+                        };
                         sentences.push(answer_sentence(&mut rng, &c, a2));
                     }
                 }
@@ -449,7 +595,10 @@ pub fn generate(cfg: &GeneratorConfig) -> Vec<LabelledExample> {
                 answer: sentences.join(" "),
                 documents,
                 logprobs: Some(logprobs),
-                options: HallucinationOptions { uncertainty: UncertaintyOptions::default(), ..Default::default() },
+                options: HallucinationOptions {
+                    uncertainty: UncertaintyOptions::default(),
+                    ..Default::default()
+                },
             },
             hallucinated,
             kind: kind.to_string(),
@@ -459,10 +608,20 @@ pub fn generate(cfg: &GeneratorConfig) -> Vec<LabelledExample> {
 }
 
 /// Top-20 logprobs for whitespace tokens of the answer (see module docs, step 4).
-fn synthetic_logprobs(rng: &mut SplitMix64, sentences: &[String], corrupted: &[usize], hallucinated: bool, hard: bool) -> ChoiceLogprobs {
+fn synthetic_logprobs(
+    rng: &mut SplitMix64,
+    sentences: &[String],
+    corrupted: &[usize],
+    hallucinated: bool,
+    hard: bool,
+) -> ChoiceLogprobs {
     let style = rng.normal() * 0.8; // per-example, label-independent
     let aware_p = if hard { 0.35 } else { 0.55 };
-    let aware = if hallucinated { rng.chance(aware_p) } else { rng.chance(0.2) };
+    let aware = if hallucinated {
+        rng.chance(aware_p)
+    } else {
+        rng.chance(0.2)
+    };
     let bumped: Option<usize> = if !aware {
         None
     } else if hallucinated {
@@ -473,7 +632,8 @@ fn synthetic_logprobs(rng: &mut SplitMix64, sentences: &[String], corrupted: &[u
     let mut content = Vec::new();
     for (si, s) in sentences.iter().enumerate() {
         for word in s.split_whitespace() {
-            let salient = word.chars().any(|c| c.is_ascii_digit()) || word.chars().next().is_some_and(char::is_uppercase);
+            let salient = word.chars().any(|c| c.is_ascii_digit())
+                || word.chars().next().is_some_and(char::is_uppercase);
             // logit of the sampled token's probability: high = confident
             let mut logit = 3.0 - style + rng.normal() * 1.2 - if salient { 1.2 } else { 0.0 };
             if bumped == Some(si) {
@@ -483,7 +643,10 @@ fn synthetic_logprobs(rng: &mut SplitMix64, sentences: &[String], corrupted: &[u
             content.push(token_entry(rng, word, p_top));
         }
     }
-    ChoiceLogprobs { content, refusal: Vec::new() }
+    ChoiceLogprobs {
+        content,
+        refusal: Vec::new(),
+    }
 }
 
 fn token_entry(rng: &mut SplitMix64, word: &str, p_top: f64) -> TokenLogprob {
@@ -497,12 +660,25 @@ fn token_entry(rng: &mut SplitMix64, word: &str, p_top: f64) -> TokenLogprob {
     let sampled_is_top = alts.first().is_none_or(|a| p_top >= *a) || rng.chance(0.5);
     let round = |p: f64| (p.max(1e-12).ln() * 1e6).round() / 1e6; // APIs round logprobs
     let sampled_lp = round(p_top);
-    let mut top = vec![TopLogprob { token: word.to_string(), logprob: sampled_lp, bytes: Some(word.as_bytes().to_vec()) }];
-    top.extend(alts.iter().enumerate().map(|(i, p)| TopLogprob { token: format!("alt{i}"), logprob: round(*p), bytes: None }));
+    let mut top = vec![TopLogprob {
+        token: word.to_string(),
+        logprob: sampled_lp,
+        bytes: Some(word.as_bytes().to_vec()),
+    }];
+    top.extend(alts.iter().enumerate().map(|(i, p)| TopLogprob {
+        token: format!("alt{i}"),
+        logprob: round(*p),
+        bytes: None,
+    }));
     if !sampled_is_top {
         top.swap(0, 1);
     }
-    TokenLogprob { token: word.to_string(), logprob: sampled_lp, bytes: Some(word.as_bytes().to_vec()), top_logprobs: top }
+    TokenLogprob {
+        token: word.to_string(),
+        logprob: sampled_lp,
+        bytes: Some(word.as_bytes().to_vec()),
+        top_logprobs: top,
+    }
 }
 
 #[cfg(test)]
@@ -511,7 +687,12 @@ mod tests {
 
     #[test]
     fn deterministic_and_labelled() {
-        let cfg = GeneratorConfig { seed: 7, examples: 40, hallucination_rate: 0.4, difficulty: Difficulty::Standard };
+        let cfg = GeneratorConfig {
+            seed: 7,
+            examples: 40,
+            hallucination_rate: 0.4,
+            difficulty: Difficulty::Standard,
+        };
         let a = generate(&cfg);
         let b = generate(&cfg);
         assert_eq!(a, b);

@@ -53,7 +53,12 @@ pub struct TextSpan {
 
 impl TextSpan {
     fn new(text: &str, start: usize, end: usize) -> Self {
-        Self { start_byte: start, end_byte: end, start_char: char_offset(text, start), end_char: char_offset(text, end) }
+        Self {
+            start_byte: start,
+            end_byte: end,
+            start_char: char_offset(text, start),
+            end_char: char_offset(text, end),
+        }
     }
 }
 
@@ -248,7 +253,11 @@ pub const MAX_DOCUMENT_SENTENCES: usize = 20_000;
 
 /// Ground `answer` in `documents` (see module docs). `support_threshold` is the coverage at
 /// which a sentence counts as supported.
-pub(crate) fn ground(answer: &str, documents: &[RetrievedDocument], support_threshold: f64) -> Grounding {
+pub(crate) fn ground(
+    answer: &str,
+    documents: &[RetrievedDocument],
+    support_threshold: f64,
+) -> Grounding {
     let mut windows = Vec::new();
     let mut all = Bag::default();
     let mut budget = MAX_DOCUMENT_SENTENCES;
@@ -258,9 +267,19 @@ pub(crate) fn ground(answer: &str, documents: &[RetrievedDocument], support_thre
         budget -= sents.len();
         all.add(&doc.text);
         for (i, s) in sents.iter().enumerate() {
-            windows.push(Window { doc: d, start: s.start, end: s.end, bag: Bag::of(&doc.text[s.start..s.end]) });
+            windows.push(Window {
+                doc: d,
+                start: s.start,
+                end: s.end,
+                bag: Bag::of(&doc.text[s.start..s.end]),
+            });
             if let Some(next) = sents.get(i + 1) {
-                windows.push(Window { doc: d, start: s.start, end: next.end, bag: Bag::of(&doc.text[s.start..next.end]) });
+                windows.push(Window {
+                    doc: d,
+                    start: s.start,
+                    end: next.end,
+                    bag: Bag::of(&doc.text[s.start..next.end]),
+                });
             }
         }
     }
@@ -280,7 +299,11 @@ pub(crate) fn ground(answer: &str, documents: &[RetrievedDocument], support_thre
         let weight: f64 = us.iter().map(Unit::weight).sum();
         let mut best: Option<(f64, &Window)> = None;
         for w in &windows {
-            let got: f64 = us.iter().filter(|u| w.bag.contains(u)).map(Unit::weight).sum();
+            let got: f64 = us
+                .iter()
+                .filter(|u| w.bag.contains(u))
+                .map(Unit::weight)
+                .sum();
             let cov = if weight > 0.0 { got / weight } else { 0.0 };
             // strictly greater: the first (earliest document, shortest window) wins ties
             if best.is_none_or(|(b, _)| cov > b) {
@@ -288,7 +311,10 @@ pub(crate) fn ground(answer: &str, documents: &[RetrievedDocument], support_thre
             }
         }
         let coverage = best.map_or(0.0, |(c, _)| c);
-        let mut unsupported: Vec<&Unit> = us.iter().filter(|u| !best.is_some_and(|(_, w)| w.bag.contains(u))).collect();
+        let mut unsupported: Vec<&Unit> = us
+            .iter()
+            .filter(|u| !best.is_some_and(|(_, w)| w.bag.contains(u)))
+            .collect();
         unsupported.sort_by_key(|u| match u {
             Unit::Number(_) => 0,
             Unit::Entity(_) => 1,
@@ -337,11 +363,19 @@ pub(crate) fn ground(answer: &str, documents: &[RetrievedDocument], support_thre
     let ratio = |a: usize, b: usize| (b > 0).then(|| a as f64 / b as f64);
     Grounding {
         sentences,
-        unsupported_share: if total_w > 0.0 { (missing_w / total_w).clamp(0.0, 1.0) } else { 0.0 },
+        unsupported_share: if total_w > 0.0 {
+            (missing_w / total_w).clamp(0.0, 1.0)
+        } else {
+            0.0
+        },
         worst_sentence_gap: 1.0 - min_cov.unwrap_or(1.0),
         number_gap: ratio(nums_missing, nums),
         entity_gap: ratio(ents_missing, ents),
-        novelty: if total_w > 0.0 { (novel_w / total_w).clamp(0.0, 1.0) } else { 0.0 },
+        novelty: if total_w > 0.0 {
+            (novel_w / total_w).clamp(0.0, 1.0)
+        } else {
+            0.0
+        },
         unsupported_sentence_share: ratio(unsupported_sents, checked).unwrap_or(0.0),
     }
 }
@@ -352,8 +386,14 @@ mod tests {
 
     fn docs() -> Vec<RetrievedDocument> {
         vec![
-            RetrievedDocument { id: "a".into(), text: "Veltora was founded in 1998 in Lisbon. It employs 12,400 people.".into() },
-            RetrievedDocument { id: "b".into(), text: "Quinmark, a rival, was founded in 2004. Its CEO is Dana Okafor.".into() },
+            RetrievedDocument {
+                id: "a".into(),
+                text: "Veltora was founded in 1998 in Lisbon. It employs 12,400 people.".into(),
+            },
+            RetrievedDocument {
+                id: "b".into(),
+                text: "Quinmark, a rival, was founded in 2004. Its CEO is Dana Okafor.".into(),
+            },
         ]
     }
 
@@ -367,7 +407,10 @@ mod tests {
         let best = s0.best.as_ref().unwrap_or_else(|| panic!("no support"));
         assert_eq!(best.document_id, "a");
         let text = &docs()[0].text;
-        assert!(text[best.span.start_byte..best.span.end_byte].starts_with("Veltora was founded in 1998"));
+        assert!(
+            text[best.span.start_byte..best.span.end_byte]
+                .starts_with("Veltora was founded in 1998")
+        );
         assert_eq!(g.number_gap, Some(0.0));
     }
 
@@ -378,7 +421,10 @@ mod tests {
         assert_eq!(g.number_gap, Some(1.0));
         assert!(g.unsupported_share > 0.2);
         assert_eq!(g.novelty, 0.0);
-        assert_eq!(g.sentences[0].unsupported_units.first().map(String::as_str), Some("2004"));
+        assert_eq!(
+            g.sentences[0].unsupported_units.first().map(String::as_str),
+            Some("2004")
+        );
     }
 
     #[test]

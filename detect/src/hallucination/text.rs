@@ -29,7 +29,10 @@ pub(crate) struct Token {
     pub stop: bool,
 }
 
-const ABBREVIATIONS: &[&str] = &["mr", "mrs", "ms", "dr", "prof", "inc", "ltd", "co", "corp", "st", "vs", "e.g", "i.e", "etc", "jr", "sr", "no"];
+const ABBREVIATIONS: &[&str] = &[
+    "mr", "mrs", "ms", "dr", "prof", "inc", "ltd", "co", "corp", "st", "vs", "e.g", "i.e", "etc",
+    "jr", "sr", "no",
+];
 
 /// Sentence boundaries: `.`, `!`, `?` followed by whitespace or the end, or a line break;
 /// a period after a known abbreviation or a single capital letter does not end a sentence.
@@ -55,7 +58,14 @@ pub(crate) fn split_sentences(text: &str) -> Vec<SentenceSpan> {
 }
 
 fn ends_with_abbreviation(before: &str) -> bool {
-    let word: String = before.chars().rev().take_while(|c| c.is_alphanumeric() || *c == '.').collect::<Vec<_>>().into_iter().rev().collect();
+    let word: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphanumeric() || *c == '.')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     if word.chars().count() == 1 && word.chars().all(|c| c.is_uppercase()) {
         return true; // initials: "J. Smith"
     }
@@ -85,26 +95,38 @@ pub(crate) fn tokenize(text: &str) -> Vec<Token> {
             let mut raw = String::new();
             while j < chars.len() {
                 let d = chars[j];
-                if d.is_ascii_digit() {
-                    raw.push(d);
-                } else if (d == '.' || d == ',') && chars.get(j + 1).is_some_and(char::is_ascii_digit) {
-                    raw.push(d);
-                } else {
+                let separator =
+                    (d == '.' || d == ',') && chars.get(j + 1).is_some_and(char::is_ascii_digit);
+                if !(d.is_ascii_digit() || separator) {
                     break;
                 }
+                raw.push(d);
                 j += 1;
             }
-            out.push(Token { norm: normalize_number(&raw), kind: TokenKind::Number, capitalized: false, stop: false });
+            out.push(Token {
+                norm: normalize_number(&raw),
+                kind: TokenKind::Number,
+                capitalized: false,
+                stop: false,
+            });
             i = j;
         } else if c.is_alphabetic() {
             let mut j = i;
-            while j < chars.len() && (chars[j].is_alphanumeric() || (chars[j] == '\'' && chars.get(j + 1).is_some_and(|n| n.is_alphabetic()))) {
+            while j < chars.len()
+                && (chars[j].is_alphanumeric()
+                    || (chars[j] == '\'' && chars.get(j + 1).is_some_and(|n| n.is_alphabetic())))
+            {
                 j += 1;
             }
             let word: String = chars[i..j].iter().collect();
             let lower = word.to_lowercase();
             let stop = is_stop_word(&lower);
-            out.push(Token { norm: stem(&lower), kind: TokenKind::Word, capitalized: c.is_uppercase(), stop });
+            out.push(Token {
+                norm: stem(&lower),
+                kind: TokenKind::Word,
+                capitalized: c.is_uppercase(),
+                stop,
+            });
             i = j;
         } else {
             i += 1;
@@ -160,16 +182,145 @@ pub(crate) fn stem(word: &str) -> String {
 }
 
 const STOP_WORDS: &[&str] = &[
-    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
-    "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does",
-    "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her",
-    "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
-    "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or",
-    "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than",
-    "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those",
-    "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which",
-    "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "according",
-    "around", "approximately", "roughly", "nearly", "about", "its", "currently", "today", "which", "there", "one",
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "according",
+    "around",
+    "approximately",
+    "roughly",
+    "nearly",
+    "about",
+    "its",
+    "currently",
+    "today",
+    "which",
+    "there",
+    "one",
 ];
 
 /// Whether `lower` (lower-cased) is an English stop word.
@@ -189,8 +340,19 @@ mod tests {
     #[test]
     fn sentences_respect_decimals_and_abbreviations() {
         let t = "Revenue was 3.5 billion. Dr. Smith joined Acme Inc. in 2019! Why?\nNext line";
-        let s: Vec<&str> = split_sentences(t).iter().map(|s| &t[s.start..s.end]).collect();
-        assert_eq!(s, vec!["Revenue was 3.5 billion.", "Dr. Smith joined Acme Inc. in 2019!", "Why?", "Next line"]);
+        let s: Vec<&str> = split_sentences(t)
+            .iter()
+            .map(|s| &t[s.start..s.end])
+            .collect();
+        assert_eq!(
+            s,
+            vec![
+                "Revenue was 3.5 billion.",
+                "Dr. Smith joined Acme Inc. in 2019!",
+                "Why?",
+                "Next line"
+            ]
+        );
         assert!(split_sentences("  ...  ").is_empty());
         assert_eq!(split_sentences("héllo wörld. ünïcode").len(), 2);
     }
@@ -199,7 +361,13 @@ mod tests {
     fn tokens_numbers_and_stems() {
         let toks = tokenize("Founded in 1998, Veltora employs 12,400 people; revenue grew 3.50%.");
         let norms: Vec<&str> = toks.iter().map(|t| t.norm.as_str()).collect();
-        assert_eq!(norms, vec!["found", "in", "1998", "veltora", "employ", "12400", "people", "revenue", "grew", "3.5"]);
+        assert_eq!(
+            norms,
+            vec![
+                "found", "in", "1998", "veltora", "employ", "12400", "people", "revenue", "grew",
+                "3.5"
+            ]
+        );
         assert!(toks[3].capitalized && !toks[3].stop && toks[1].stop);
         assert_eq!(normalize_number("3,5"), "3.5");
         assert_eq!(normalize_number("100"), "100");

@@ -1,0 +1,263 @@
+//! Deterministic generators of realistic telemetry for benchmarks and tests.
+//!
+//! * Metric series of four shapes, sampled every 10 s with millisecond jitter: monotonic
+//!   counters (integer increments at a per-series rate), integer gauges (random walk), noisy
+//!   float gauges (daily seasonality plus Gaussian noise, rounded to what an exporter would send)
+//!   and constant or step series.
+//! * LLM application spans: a gateway request with retrieval, rerank and model-call children,
+//!   GenAI attributes, lognormal durations, occasional errors.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, LogNormal, Normal};
+
+use sightline_storage::model::AttrValue;
+use sightline_storage::{
+    GenAiFields, MetricKind, QualityFields, Sample, SeriesDef, SpanId, SpanKind, SpanRecord,
+    StatusCode, TraceId, UnixNanos,
+};
+
+/// Shape of a generated metric series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Monotonic counter.
+    Counter,
+    /// Integer-valued gauge.
+    IntGauge,
+    /// Noisy float gauge.
+    FloatGauge,
+    /// Constant, with a rare step.
+    Step,
+}
+
+/// One generated series and its generator state.
+#[derive(Clone, Debug)]
+pub struct GenSeries {
+    /// Definition.
+    pub def: SeriesDef,
+    /// Shape.
+    pub shape: Shape,
+    value: f64,
+    rate: f64,
+    phase: f64,
+}
+
+/// Models, services and operations of the generated LLM application.
+pub const MODELS: &[(&str, &str)] = &[
+    ("gpt-4o", "openai"),
+    ("gpt-4o-mini", "openai"),
+    ("claude-3-5-sonnet", "anthropic"),
+    ("llama-3.1-70b", "vllm"),
+    ("mistral-large", "mistral"),
+];
+/// Services of the generated application.
+pub const SERVICES: &[&str] = &["gateway", "retriever", "reranker", "llm-router", "guardrail"];
+
+/// Builds `n` series across the four shapes, with labels like a real exporter's.
+pub fn series(n: usize, seed: u64) -> Vec<GenSeries> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| {
+            let shape = match i % 4 {
+                0 => Shape::Counter,
+                1 => Shape::IntGauge,
+                2 => Shape::FloatGauge,
+                _ => Shape::Step,
+            };
+            let (name, kind) = match shape {
+                Shape::Counter => ("gen_ai_client_token_usage_total", MetricKind::Counter),
+                Shape::IntGauge => ("llm_queue_depth", MetricKind::Gauge),
+                Shape::FloatGauge => ("llm_latency_p50_seconds", MetricKind::Gauge),
+                Shape::Step => ("llm_replicas", MetricKind::Gauge),
+            };
+            let (model, provider) = MODELS[i % MODELS.len()];
+            let labels = vec![
+                ("instance".to_owned(), format!("node-{:03}", i / 20)),
+                ("model".to_owned(), model.to_owned()),
+                ("provider".to_owned(), provider.to_owned()),
+                ("service".to_owned(), SERVICES[(i / 4) % SERVICES.len()].to_owned()),
+                ("series".to_owned(), i.to_string()),
+            ];
+            GenSeries {
+                def: SeriesDef::new(name, kind, labels),
+                shape,
+                value: match shape {
+                    Shape::Counter => rng.random_range(0.0..1e6_f64).round(),
+                    Shape::IntGauge => rng.random_range(0..50) as f64,
+                    Shape::FloatGauge => rng.random_range(0.2..2.0),
+                    Shape::Step => rng.random_range(1..8) as f64,
+                },
+                rate: rng.random_range(1.0..500.0),
+                phase: rng.random_range(0.0..std::f64::consts::TAU),
+            }
+        })
+        .collect()
+}
+
+/// Samples of every series for `points` scrapes starting at `start_ms`, 10 s apart with up to
+/// ±`jitter_ms` of jitter, in scrape order (all series of scrape 0, then scrape 1, ...).
+pub fn samples(series: &mut [GenSeries], start_ms: i64, points: usize, jitter_ms: i64, seed: u64) -> Vec<Sample> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let noise = Normal::new(0.0, 0.05).unwrap_or_else(|_| unreachable!("valid parameters"));
+    let mut out = Vec::with_capacity(series.len() * points);
+    for p in 0..points {
+        let base = start_ms + p as i64 * 10_000;
+        for s in series.iter_mut() {
+            let ts = base + if jitter_ms > 0 { rng.random_range(-jitter_ms..=jitter_ms) } else { 0 };
+            s.value = match s.shape {
+                Shape::Counter => s.value + (s.rate * rng.random_range(0.5..1.5)).round(),
+                Shape::IntGauge => (s.value + rng.random_range(-2..=2) as f64).max(0.0),
+                Shape::FloatGauge => {
+                    let day = (ts as f64 / 86_400_000.0) * std::f64::consts::TAU;
+                    let v = 1.0 + 0.3 * (day + s.phase).sin() + noise.sample(&mut rng);
+                    (v.max(0.01) * 1e4).round() / 1e4
+                }
+                Shape::Step => {
+                    if rng.random_bool(0.001) {
+                        rng.random_range(1..8) as f64
+                    } else {
+                        s.value
+                    }
+                }
+            };
+            out.push(Sample {
+                series: s.def.id,
+                timestamp_ms: ts,
+                value: s.value,
+            });
+        }
+    }
+    out
+}
+
+/// The trace id of trace number `seq` (see [`SpanGen::next_sequence`]).
+pub fn trace_id(seq: u64) -> TraceId {
+    let mut t = [0u8; 16];
+    t[..8].copy_from_slice(&seq.to_be_bytes());
+    t[8..].copy_from_slice(&seq.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+    t[15] |= 1;
+    TraceId(t)
+}
+
+/// Generates LLM-application traces.
+#[derive(Debug)]
+pub struct SpanGen {
+    rng: StdRng,
+    next_trace: u64,
+    duration: LogNormal<f64>,
+    llm_duration: LogNormal<f64>,
+}
+
+impl SpanGen {
+    /// A generator with a seed.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            rng: StdRng::seed_from_u64(seed),
+            next_trace: seed.wrapping_mul(1_000_003) + 1,
+            duration: LogNormal::new(16.0, 1.0).unwrap_or_else(|_| unreachable!("valid parameters")),
+            llm_duration: LogNormal::new(20.5, 0.6).unwrap_or_else(|_| unreachable!("valid parameters")),
+        }
+    }
+
+    fn ids(&mut self, trace: u64, idx: u64) -> (TraceId, SpanId) {
+        let s = (trace << 8 | idx).wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
+        (trace_id(trace), SpanId(s.to_be_bytes()))
+    }
+
+    /// Sequence number of the next trace (the first is `seed * 1_000_003 + 1`).
+    pub fn next_sequence(&self) -> u64 {
+        self.next_trace
+    }
+
+    /// One trace of 5 spans starting at `start`.
+    pub fn trace(&mut self, start: UnixNanos) -> Vec<SpanRecord> {
+        let trace = self.next_trace;
+        self.next_trace += 1;
+        let user = self.rng.random_range(0..10_000u32);
+        let conv = self.rng.random_range(0..50_000u32);
+        let (model, provider) = MODELS[self.rng.random_range(0..MODELS.len())];
+        let error = self.rng.random_bool(0.02);
+        let mut out = Vec::with_capacity(5);
+        let (tid, root_id) = self.ids(trace, 0);
+        let names = [
+            ("gateway", "POST /chat", SpanKind::Server),
+            ("retriever", "retrieve", SpanKind::Internal),
+            ("reranker", "rerank", SpanKind::Internal),
+            ("guardrail", "check_output", SpanKind::Internal),
+            ("llm-router", "chat", SpanKind::Client),
+        ];
+        let mut t = start.0;
+        let mut total = 0i64;
+        for (i, (service, name, kind)) in names.iter().enumerate().skip(1) {
+            let (_, sid) = self.ids(trace, i as u64);
+            let d = if *name == "chat" {
+                self.llm_duration.sample(&mut self.rng)
+            } else {
+                self.duration.sample(&mut self.rng)
+            } as i64;
+            let mut s = SpanRecord::new(tid, sid, *service, *name, UnixNanos(t), UnixNanos(t + d));
+            s.parent_span_id = Some(root_id);
+            s.kind = *kind;
+            s.scope_name = "sightline.workload".into();
+            s.status_code = StatusCode::Ok;
+            s.attributes = vec![
+                ("user.id".into(), AttrValue::Str(format!("user-{user}"))),
+                ("http.route".into(), AttrValue::Str("/chat".into())),
+            ];
+            s.resource_attributes = vec![
+                ("deployment.environment".into(), AttrValue::Str("prod".into())),
+                ("host.name".into(), AttrValue::Str(format!("{service}-{}", trace % 8))),
+            ];
+            if *name == "chat" {
+                let input = self.rng.random_range(200..8000i64);
+                let output = self.rng.random_range(20..1200i64);
+                s.gen_ai = GenAiFields {
+                    operation_name: Some("chat".into()),
+                    provider_name: Some(provider.into()),
+                    request_model: Some(model.into()),
+                    response_model: Some(format!("{model}-2026-06-01")),
+                    input_tokens: Some(input),
+                    output_tokens: Some(output),
+                    total_tokens: Some(input + output),
+                    cache_read_input_tokens: Some(self.rng.random_range(0..input)),
+                    cost: Some((input as f64 * 2.5 + output as f64 * 10.0) / 1e6),
+                    temperature: Some(0.7),
+                    finish_reasons: vec!["stop".into()],
+                    conversation_id: Some(format!("conv-{conv}")),
+                };
+                s.quality = QualityFields {
+                    entropy_mean: Some(self.rng.random_range(0.05..1.5)),
+                    entropy_max: Some(self.rng.random_range(1.5..4.0)),
+                    low_confidence_tokens: Some(self.rng.random_range(0..40)),
+                    hallucination_index: Some(self.rng.random_range(0.0..1.0)),
+                };
+                if error {
+                    s.status_code = StatusCode::Error;
+                    s.status_message = "upstream 529 overloaded".into();
+                }
+            }
+            t += d;
+            total += d;
+            out.push(s);
+        }
+        let mut root = SpanRecord::new(tid, root_id, "gateway", "POST /chat", start, UnixNanos(start.0 + total + 1_000_000));
+        root.kind = SpanKind::Server;
+        root.status_code = if error { StatusCode::Error } else { StatusCode::Ok };
+        root.attributes = vec![
+            ("user.id".into(), AttrValue::Str(format!("user-{user}"))),
+            ("http.request.method".into(), AttrValue::Str("POST".into())),
+            ("http.response.status_code".into(), AttrValue::Int(if error { 502 } else { 200 })),
+        ];
+        root.resource_attributes = vec![("deployment.environment".into(), AttrValue::Str("prod".into()))];
+        out.insert(0, root);
+        out
+    }
+
+    /// `n` traces (5 spans each) spread evenly from `start` over `span_nanos`.
+    pub fn traces(&mut self, n: usize, start: UnixNanos, span_nanos: i64) -> Vec<SpanRecord> {
+        let step = span_nanos / n.max(1) as i64;
+        (0..n)
+            .flat_map(|i| self.trace(UnixNanos(start.0 + i as i64 * step)))
+            .collect()
+    }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what the tests need, then runs formatting,
+# lints and every test. Used by CI (.ci/run) and by developers alike.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${SIGHTLINE_VENV:-$PWD/.venv}"
+PY_REQS=(tests/python/requirements.txt)
+for extra in detect/tests/python/requirements.txt; do
+  [[ -f "$extra" ]] && PY_REQS+=("$extra")
+done
+
+echo "==> Python environment for real-client, interop and parity tests ($VENV)"
+if [[ ! -x "$VENV/bin/python" ]]; then
+  python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check $(printf -- '-r %s ' "${PY_REQS[@]}")
+export SIGHTLINE_PYTHON="$VENV/bin/python"
+export SIGHTLINE_REQUIRE_PYTHON=1
+
+echo "==> cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "==> cargo clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "==> cargo test"
+cargo test --workspace --locked
