@@ -51,7 +51,13 @@ pub const MODELS: &[(&str, &str)] = &[
     ("mistral-large", "mistral"),
 ];
 /// Services of the generated application.
-pub const SERVICES: &[&str] = &["gateway", "retriever", "reranker", "llm-router", "guardrail"];
+pub const SERVICES: &[&str] = &[
+    "gateway",
+    "retriever",
+    "reranker",
+    "llm-router",
+    "guardrail",
+];
 
 /// Builds `n` series across the four shapes, with labels like a real exporter's.
 pub fn series(n: usize, seed: u64) -> Vec<GenSeries> {
@@ -75,7 +81,10 @@ pub fn series(n: usize, seed: u64) -> Vec<GenSeries> {
                 ("instance".to_owned(), format!("node-{:03}", i / 20)),
                 ("model".to_owned(), model.to_owned()),
                 ("provider".to_owned(), provider.to_owned()),
-                ("service".to_owned(), SERVICES[(i / 4) % SERVICES.len()].to_owned()),
+                (
+                    "service".to_owned(),
+                    SERVICES[(i / 4) % SERVICES.len()].to_owned(),
+                ),
                 ("series".to_owned(), i.to_string()),
             ];
             GenSeries {
@@ -96,14 +105,25 @@ pub fn series(n: usize, seed: u64) -> Vec<GenSeries> {
 
 /// Samples of every series for `points` scrapes starting at `start_ms`, 10 s apart with up to
 /// ±`jitter_ms` of jitter, in scrape order (all series of scrape 0, then scrape 1, ...).
-pub fn samples(series: &mut [GenSeries], start_ms: i64, points: usize, jitter_ms: i64, seed: u64) -> Vec<Sample> {
+pub fn samples(
+    series: &mut [GenSeries],
+    start_ms: i64,
+    points: usize,
+    jitter_ms: i64,
+    seed: u64,
+) -> Vec<Sample> {
     let mut rng = StdRng::seed_from_u64(seed);
     let noise = Normal::new(0.0, 0.05).unwrap_or_else(|_| unreachable!("valid parameters"));
     let mut out = Vec::with_capacity(series.len() * points);
     for p in 0..points {
         let base = start_ms + p as i64 * 10_000;
         for s in series.iter_mut() {
-            let ts = base + if jitter_ms > 0 { rng.random_range(-jitter_ms..=jitter_ms) } else { 0 };
+            let ts = base
+                + if jitter_ms > 0 {
+                    rng.random_range(-jitter_ms..=jitter_ms)
+                } else {
+                    0
+                };
             s.value = match s.shape {
                 Shape::Counter => s.value + (s.rate * rng.random_range(0.5..1.5)).round(),
                 Shape::IntGauge => (s.value + rng.random_range(-2..=2) as f64).max(0.0),
@@ -154,8 +174,10 @@ impl SpanGen {
         Self {
             rng: StdRng::seed_from_u64(seed),
             next_trace: seed.wrapping_mul(1_000_003) + 1,
-            duration: LogNormal::new(16.0, 1.0).unwrap_or_else(|_| unreachable!("valid parameters")),
-            llm_duration: LogNormal::new(20.5, 0.6).unwrap_or_else(|_| unreachable!("valid parameters")),
+            duration: LogNormal::new(16.0, 1.0)
+                .unwrap_or_else(|_| unreachable!("valid parameters")),
+            llm_duration: LogNormal::new(20.5, 0.6)
+                .unwrap_or_else(|_| unreachable!("valid parameters")),
         }
     }
 
@@ -205,8 +227,14 @@ impl SpanGen {
                 ("http.route".into(), AttrValue::Str("/chat".into())),
             ];
             s.resource_attributes = vec![
-                ("deployment.environment".into(), AttrValue::Str("prod".into())),
-                ("host.name".into(), AttrValue::Str(format!("{service}-{}", trace % 8))),
+                (
+                    "deployment.environment".into(),
+                    AttrValue::Str("prod".into()),
+                ),
+                (
+                    "host.name".into(),
+                    AttrValue::Str(format!("{service}-{}", trace % 8)),
+                ),
             ];
             if *name == "chat" {
                 let input = self.rng.random_range(200..8000i64);
@@ -240,15 +268,32 @@ impl SpanGen {
             total += d;
             out.push(s);
         }
-        let mut root = SpanRecord::new(tid, root_id, "gateway", "POST /chat", start, UnixNanos(start.0 + total + 1_000_000));
+        let mut root = SpanRecord::new(
+            tid,
+            root_id,
+            "gateway",
+            "POST /chat",
+            start,
+            UnixNanos(start.0 + total + 1_000_000),
+        );
         root.kind = SpanKind::Server;
-        root.status_code = if error { StatusCode::Error } else { StatusCode::Ok };
+        root.status_code = if error {
+            StatusCode::Error
+        } else {
+            StatusCode::Ok
+        };
         root.attributes = vec![
             ("user.id".into(), AttrValue::Str(format!("user-{user}"))),
             ("http.request.method".into(), AttrValue::Str("POST".into())),
-            ("http.response.status_code".into(), AttrValue::Int(if error { 502 } else { 200 })),
+            (
+                "http.response.status_code".into(),
+                AttrValue::Int(if error { 502 } else { 200 }),
+            ),
         ];
-        root.resource_attributes = vec![("deployment.environment".into(), AttrValue::Str("prod".into()))];
+        root.resource_attributes = vec![(
+            "deployment.environment".into(),
+            AttrValue::Str("prod".into()),
+        )];
         out.insert(0, root);
         out
     }

@@ -57,8 +57,11 @@ pub struct StoreConfig {
     pub flush_threshold_bytes: usize,
     /// A memtable is flushed when it is older than this.
     pub flush_interval: Duration,
-    /// Length of a time partition.
+    /// Length of a time partition of spans and logs.
     pub partition_duration: Duration,
+    /// Length of a time partition of metric samples. Longer than for spans: a series' samples
+    /// stay contiguous over more points, which is what makes their delta encoding small.
+    pub sample_partition_duration: Duration,
     /// WAL files are rotated past this size.
     pub wal_file_bytes: u64,
     /// Compaction policy.
@@ -85,6 +88,7 @@ impl Default for StoreConfig {
             flush_threshold_bytes: 256 << 20,
             flush_interval: Duration::from_secs(300),
             partition_duration: Duration::from_secs(3600),
+            sample_partition_duration: Duration::from_secs(86_400),
             wal_file_bytes: 128 << 20,
             compaction: CompactionConfig::default(),
             retention: RetentionConfig::default(),
@@ -98,9 +102,13 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
-    /// Partition length in nanoseconds (at least one second).
-    pub fn partition_nanos(&self) -> i64 {
-        i64::try_from(self.partition_duration.as_nanos())
+    /// Partition length of `signal` in nanoseconds (at least one second).
+    pub fn partition_nanos(&self, signal: crate::types::Signal) -> i64 {
+        let d = match signal {
+            crate::types::Signal::Samples => self.sample_partition_duration,
+            _ => self.partition_duration,
+        };
+        i64::try_from(d.as_nanos())
             .unwrap_or(i64::MAX)
             .max(1_000_000_000)
     }

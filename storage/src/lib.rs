@@ -44,5 +44,7 @@ pub use model::{
 pub use predicate::{MatchOp, Matcher, Predicate, ScanRequest};
 pub use segment::{ScanStats, SegmentWriteOptions};
 pub use store::{OpenReport, ScanResult, Store, StoreStats};
-pub use types::{Lsn, SegmentId, SeriesId, Signal, SpanId, TenantId, TimeRange, TraceId, UnixNanos};
+pub use types::{
+    Lsn, SegmentId, SeriesId, Signal, SpanId, TenantId, TimeRange, TraceId, UnixNanos,
+};
 pub use wal::FsyncPolicy;

@@ -271,8 +271,10 @@ mod tests {
     fn store_and_load() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert_eq!(Manifest::load(dir.path()).expect("load"), None);
-        let mut m = Manifest::default();
-        m.generation = 3;
+        let m = Manifest {
+            generation: 3,
+            ..Manifest::default()
+        };
         m.store(dir.path()).expect("store");
         assert_eq!(Manifest::load(dir.path()).expect("load"), Some(m));
     }
@@ -285,6 +287,9 @@ mod tests {
             partition_dir_name(UnixNanos::from_secs(1_795_960_800)),
             "20261129T1400Z"
         );
-        assert_eq!(partition_dir_name(UnixNanos::from_secs(-60)), "19691231T2359Z");
+        assert_eq!(
+            partition_dir_name(UnixNanos::from_secs(-60)),
+            "19691231T2359Z"
+        );
     }
 }

@@ -245,7 +245,8 @@ mod tests {
     #[test]
     fn budget_refuses_past_limit() {
         let b = MemoryBudget::new(100);
-        b.reserve(150, Duration::from_secs(1)).expect("first batch always fits");
+        b.reserve(150, Duration::from_secs(1))
+            .expect("first batch always fits");
         assert!(matches!(
             b.reserve(1, Duration::from_secs(1)),
             Err(StorageError::OverBudget { .. })

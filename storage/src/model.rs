@@ -72,11 +72,9 @@ impl AttrValue {
                 .unwrap_or_else(|| Value::String(d.to_string())),
             AttrValue::Bytes(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
             AttrValue::Array(items) => Value::Array(items.iter().map(AttrValue::to_json).collect()),
-            AttrValue::KvList(kvs) => Value::Object(
-                kvs.iter()
-                    .map(|(k, v)| (k.clone(), v.to_json()))
-                    .collect(),
-            ),
+            AttrValue::KvList(kvs) => {
+                Value::Object(kvs.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
             AttrValue::Empty => Value::Null,
         }
     }
@@ -138,7 +136,10 @@ pub type Attributes = Vec<(String, AttrValue)>;
 
 /// Approximate heap size of an attribute list.
 pub fn attributes_heap_size(attrs: &Attributes) -> usize {
-    attrs.iter().map(|(k, v)| k.len() + v.heap_size() + 48).sum()
+    attrs
+        .iter()
+        .map(|(k, v)| k.len() + v.heap_size() + 48)
+        .sum()
 }
 
 /// Span kind as in OpenTelemetry (`SPAN_KIND_*`).

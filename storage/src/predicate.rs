@@ -248,7 +248,11 @@ impl<'a> CellRenderer<'a> {
 
 /// Evaluates `m` on every row of a span or log batch: the promoted column when the key has one,
 /// else the span/log attribute, else the resource attribute, else `""`.
-pub(crate) fn eval_matcher(batch: &RecordBatch, signal: Signal, m: &Matcher) -> Result<BooleanArray> {
+pub(crate) fn eval_matcher(
+    batch: &RecordBatch,
+    signal: Signal,
+    m: &Matcher,
+) -> Result<BooleanArray> {
     let n = batch.num_rows();
     if let Some(column) = schema::promoted_column(signal, &m.key) {
         let array = batch

@@ -21,14 +21,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::{Array, RecordBatch, TimestampMillisecondArray, TimestampNanosecondArray};
 use arrow_buffer::ScalarBuffer;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::bloom_filter::Sbbf;
 use parquet::file::metadata::PageIndexPolicy;
 
 pub use scan::ScanStats;
-pub(crate) use writer::{sort_samples, write_segment};
 pub use writer::SegmentWriteOptions;
+pub(crate) use writer::{sort_samples, write_segment};
 
 use crate::error::{IoContext, Result, StorageError};
 use crate::fsutil;
@@ -62,7 +62,10 @@ pub(crate) fn time_values(signal: Signal, batch: &RecordBatch) -> Result<ScalarB
     if let Some(a) = c.as_any().downcast_ref::<TimestampMillisecondArray>() {
         return Ok(a.values().clone());
     }
-    Err(StorageError::InvalidInput(format!("{name} has type {}", c.data_type())))
+    Err(StorageError::InvalidInput(format!(
+        "{name} has type {}",
+        c.data_type()
+    )))
 }
 
 /// An open segment with its indexes in memory.
@@ -84,7 +87,9 @@ pub struct Segment {
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Segment").field("meta", &self.meta).finish_non_exhaustive()
+        f.debug_struct("Segment")
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
     }
 }
 
@@ -127,7 +132,12 @@ impl Segment {
                 "schema differs from this build's schema",
             ));
         }
-        let rows: i64 = parquet.metadata().row_groups().iter().map(|r| r.num_rows()).sum();
+        let rows: i64 = parquet
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|r| r.num_rows())
+            .sum();
         if rows as u64 != meta.rows {
             return Err(StorageError::corruption(
                 &data_path,
@@ -141,7 +151,9 @@ impl Segment {
         )?;
         let text = if meta.signal == Signal::Logs {
             Some(TextIndex::open(&dir.join(TEXT_DIR)).map_err(|e| match e {
-                StorageError::Text(t) => StorageError::corruption(dir.join(TEXT_DIR), t.to_string()),
+                StorageError::Text(t) => {
+                    StorageError::corruption(dir.join(TEXT_DIR), t.to_string())
+                }
                 other => other,
             })?)
         } else {
@@ -250,10 +262,10 @@ impl Segment {
 
 impl Drop for Segment {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
-            if let Err(e) = manifest::remove_segment_dir(&self.root, &self.meta) {
-                tracing::warn!(error = %e, dir = %self.dir.display(), "could not delete obsolete segment");
-            }
+        if self.obsolete.load(Ordering::Acquire)
+            && let Err(e) = manifest::remove_segment_dir(&self.root, &self.meta)
+        {
+            tracing::warn!(error = %e, dir = %self.dir.display(), "could not delete obsolete segment");
         }
     }
 }

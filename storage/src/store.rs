@@ -33,7 +33,7 @@ use crate::columnar;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::manifest::Manifest;
-use crate::memtable::{MemSnapshot, Memtable, MemoryBudget};
+use crate::memtable::{MemSnapshot, MemoryBudget, Memtable};
 use crate::model::{LogRecord, MetricBatch, SeriesDef, SpanRecord};
 use crate::segment::Segment;
 use crate::series::SeriesCatalog;
@@ -281,7 +281,11 @@ impl Store {
     /// Label names known for `tenant`, sorted.
     pub fn label_names(&self, tenant: &TenantId) -> Vec<String> {
         let state = self.inner.state.lock();
-        state.catalogs.get(tenant).map(|c| c.label_names()).unwrap_or_default()
+        state
+            .catalogs
+            .get(tenant)
+            .map(|c| c.label_names())
+            .unwrap_or_default()
     }
 
     /// Values of label `name` for `tenant`, sorted.
@@ -406,13 +410,24 @@ impl Inner {
         let bytes = columnar::batch_bytes(&batch) + series.len() * 128;
         let rows_ipc = wal::entry::ipc_bytes(&batch)?;
         if let Err(e) = self.budget.reserve(bytes, self.config.retry_after) {
-            self.counters.rejected_over_budget.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .rejected_over_budget
+                .fetch_add(1, Ordering::Relaxed);
             self.notify();
             return Err(e);
         }
         let lsn = {
             let mut state = self.state.lock();
-            match self.append_locked(&mut state, tenant, signal, batch, series, &rows_ipc, (min_time, max_time), bytes) {
+            match self.append_locked(
+                &mut state,
+                tenant,
+                signal,
+                batch,
+                series,
+                &rows_ipc,
+                (min_time, max_time),
+                bytes,
+            ) {
                 Ok(lsn) => lsn,
                 Err(e) => {
                     drop(state);
@@ -425,7 +440,9 @@ impl Inner {
             self.wal.wait_durable(lsn)?;
         }
         self.counters.appends.fetch_add(1, Ordering::Relaxed);
-        self.counters.rows_appended.fetch_add(rows as u64, Ordering::Relaxed);
+        self.counters
+            .rows_appended
+            .fetch_add(rows as u64, Ordering::Relaxed);
         if self.budget.used() >= self.config.flush_threshold_bytes {
             self.notify();
         }

@@ -179,12 +179,7 @@ impl RamTextIndex {
         let before = self.indexed_rows;
         let mut n = 0u32;
         let fields = &self.inner.fields;
-        add_docs(
-            &mut self.writer,
-            fields,
-            before,
-            bodies.inspect(|_| n += 1),
-        )?;
+        add_docs(&mut self.writer, fields, before, bodies.inspect(|_| n += 1))?;
         if n > 0 {
             self.writer.commit()?;
             self.inner.reader.reload()?;
@@ -217,7 +212,11 @@ mod tests {
         assert_eq!(rows, vec![0, 2]);
         let rows: Vec<u32> = idx.search("tool call").expect("search").iter().collect();
         assert_eq!(rows, vec![1, 2]);
-        let rows: Vec<u32> = idx.search("\"call failed\"").expect("search").iter().collect();
+        let rows: Vec<u32> = idx
+            .search("\"call failed\"")
+            .expect("search")
+            .iter()
+            .collect();
         assert_eq!(rows, vec![2]);
         assert!(idx.search("body:(").is_err());
     }
@@ -225,7 +224,8 @@ mod tests {
     #[test]
     fn ram_index_grows() {
         let mut idx = RamTextIndex::new().expect("new");
-        idx.extend(["alpha beta", "gamma"].into_iter()).expect("extend");
+        idx.extend(["alpha beta", "gamma"].into_iter())
+            .expect("extend");
         idx.extend(["beta delta"].into_iter()).expect("extend");
         assert_eq!(idx.indexed_rows(), 3);
         let rows: Vec<u32> = idx.search("beta").expect("search").iter().collect();

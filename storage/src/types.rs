@@ -200,7 +200,9 @@ byte_id!(
 );
 
 /// A point in time, in nanoseconds since the Unix epoch (UTC).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct UnixNanos(pub i64);
 
@@ -282,7 +284,9 @@ impl TimeRange {
 pub struct SeriesId(pub u64);
 
 /// Log sequence number: the position of a record in the write-ahead log, strictly increasing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Lsn(pub u64);
 

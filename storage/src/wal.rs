@@ -26,11 +26,12 @@ use crate::fsutil;
 use crate::types::Lsn;
 
 /// When acknowledged writes reach stable storage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "mode")]
 pub enum FsyncPolicy {
     /// Every acknowledged write is fsynced first (shared by concurrent writers). The default:
     /// an acknowledged write survives a crash or power loss.
+    #[default]
     Always,
     /// Writes are acknowledged once in the page cache and fsynced every `interval_ms`: a power
     /// loss may lose up to that much acknowledged data; a process crash loses nothing.
@@ -40,12 +41,6 @@ pub enum FsyncPolicy {
     },
     /// Never fsync the WAL (tests and throwaway data only).
     Never,
-}
-
-impl Default for FsyncPolicy {
-    fn default() -> Self {
-        Self::Always
-    }
 }
 
 /// What replay found.
@@ -259,7 +254,8 @@ impl Wal {
         let mut buf = Vec::with_capacity(frame::HEADER_LEN + payload.len());
         frame::encode(lsn, payload, &mut buf);
         let mut cur = self.current.lock();
-        if cur.bytes > frame::FILE_MAGIC.len() as u64 && cur.bytes + buf.len() as u64 > self.max_file_bytes
+        if cur.bytes > frame::FILE_MAGIC.len() as u64
+            && cur.bytes + buf.len() as u64 > self.max_file_bytes
         {
             self.rotate_locked(&mut cur, lsn)?;
         }
@@ -436,7 +432,8 @@ mod tests {
             let (wal, got, _) = open(dir.path(), Lsn(0));
             assert!(got.is_empty());
             for i in 1..=5u64 {
-                wal.append(Lsn(i), format!("rec{i}").as_bytes()).expect("append");
+                wal.append(Lsn(i), format!("rec{i}").as_bytes())
+                    .expect("append");
             }
             wal.wait_durable(Lsn(5)).expect("durable");
         }
@@ -451,10 +448,7 @@ mod tests {
             .set_len(len - 2)
             .expect("truncate");
         let (wal, got, report) = open(dir.path(), Lsn(2));
-        assert_eq!(
-            got.iter().map(|(l, _)| l.0).collect::<Vec<_>>(),
-            vec![3, 4]
-        );
+        assert_eq!(got.iter().map(|(l, _)| l.0).collect::<Vec<_>>(), vec![3, 4]);
         assert_eq!(got[0].1, b"rec3");
         assert_eq!(report.problems.len(), 1);
         assert!(report.truncated_bytes > 0);

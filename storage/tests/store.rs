@@ -39,21 +39,42 @@ fn span(n: u64, t: i64) -> SpanRecord {
     let mut s = SpanRecord::new(
         trace_id(n / 4),
         SpanId((n + 1).to_be_bytes()),
-        if n % 3 == 0 { "gateway" } else { "retriever" },
+        if n.is_multiple_of(3) {
+            "gateway"
+        } else {
+            "retriever"
+        },
         format!("op-{}", n % 5),
         UnixNanos(t),
         UnixNanos(t + 1_000_000 * (n as i64 % 97 + 1)),
     );
-    s.status_code = if n % 10 == 0 { StatusCode::Error } else { StatusCode::Ok };
-    s.gen_ai.request_model = Some(if n % 2 == 0 { "gpt-4o" } else { "claude-3" }.into());
+    s.status_code = if n.is_multiple_of(10) {
+        StatusCode::Error
+    } else {
+        StatusCode::Ok
+    };
+    s.gen_ai.request_model = Some(
+        if n.is_multiple_of(2) {
+            "gpt-4o"
+        } else {
+            "claude-3"
+        }
+        .into(),
+    );
     s.gen_ai.input_tokens = Some(n as i64 * 3);
     s.attributes = vec![
         ("user.id".into(), AttrValue::Str(format!("u{}", n % 7))),
         ("retry".into(), AttrValue::Int((n % 2) as i64)),
-        ("tags".into(), AttrValue::Array(vec![AttrValue::Str("a".into()), AttrValue::Int(1)])),
+        (
+            "tags".into(),
+            AttrValue::Array(vec![AttrValue::Str("a".into()), AttrValue::Int(1)]),
+        ),
     ];
-    s.resource_attributes = vec![("deployment.environment".into(), AttrValue::Str("prod".into()))];
-    if n % 4 != 0 {
+    s.resource_attributes = vec![(
+        "deployment.environment".into(),
+        AttrValue::Str("prod".into()),
+    )];
+    if !n.is_multiple_of(4) {
         s.parent_span_id = Some(SpanId((n - n % 4 + 1).to_be_bytes()));
     }
     s
@@ -63,9 +84,9 @@ fn log(n: u64, t: i64) -> LogRecord {
     LogRecord {
         time: UnixNanos(t),
         observed_time: UnixNanos(t + 5),
-        severity_number: if n % 5 == 0 { 17 } else { 9 },
-        severity_text: if n % 5 == 0 { "ERROR" } else { "INFO" }.into(),
-        body: if n % 5 == 0 {
+        severity_number: if n.is_multiple_of(5) { 17 } else { 9 },
+        severity_text: if n.is_multiple_of(5) { "ERROR" } else { "INFO" }.into(),
+        body: if n.is_multiple_of(5) {
             AttrValue::Str(format!("tool call failed after timeout, request {n}"))
         } else {
             AttrValue::Str(format!("retrieved {} documents for request {n}", n % 9))
@@ -91,7 +112,9 @@ fn spans_matching(store: &Store, t: &TenantId, preds: Vec<Predicate>) -> usize {
 fn spans_visible_before_and_after_flush_and_reopen() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = tenant("acme");
-    let spans: Vec<SpanRecord> = (0..400).map(|n| span(n, T0 + n as i64 * 1_000_000_000)).collect();
+    let spans: Vec<SpanRecord> = (0..400)
+        .map(|n| span(n, T0 + n as i64 * 1_000_000_000))
+        .collect();
     {
         let store = Store::open(dir.path(), config()).expect("open");
         store.append_spans(&t, &spans[..200]).expect("append");
@@ -114,7 +137,11 @@ fn spans_visible_before_and_after_flush_and_reopen() {
     let res = store
         .scan(&ScanRequest::new(t.clone(), Signal::Spans, TimeRange::ALL))
         .expect("scan");
-    let mut all: Vec<SpanRecord> = res.batches.iter().flat_map(|b| spans_from_batch(b).expect("decode")).collect();
+    let mut all: Vec<SpanRecord> = res
+        .batches
+        .iter()
+        .flat_map(|b| spans_from_batch(b).expect("decode"))
+        .collect();
     all.sort_by_key(|s| s.span_id);
     let mut expect = spans.clone();
     expect.sort_by_key(|s| s.span_id);
@@ -128,19 +155,27 @@ fn predicates_prune_and_agree_with_brute_force() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = tenant("acme");
     let store = Store::open(dir.path(), config()).expect("open");
-    let spans: Vec<SpanRecord> = (0..3000).map(|n| span(n, T0 + n as i64 * 100_000_000)).collect();
+    let spans: Vec<SpanRecord> = (0..3000)
+        .map(|n| span(n, T0 + n as i64 * 100_000_000))
+        .collect();
     for chunk in spans.chunks(500) {
         store.append_spans(&t, chunk).expect("append");
         store.flush().expect("flush");
     }
     // Half of the last chunk stays unflushed.
-    let extra: Vec<SpanRecord> = (3000..3200).map(|n| span(n, T0 + n as i64 * 100_000_000)).collect();
+    let extra: Vec<SpanRecord> = (3000..3200)
+        .map(|n| span(n, T0 + n as i64 * 100_000_000))
+        .collect();
     store.append_spans(&t, &extra).expect("append");
     let all: Vec<SpanRecord> = spans.iter().chain(extra.iter()).cloned().collect();
 
-    let cases: Vec<(Vec<Predicate>, Box<dyn Fn(&SpanRecord) -> bool>)> = vec![
+    type Oracle = Box<dyn Fn(&SpanRecord) -> bool>;
+    let cases: Vec<(Vec<Predicate>, Oracle)> = vec![
         (
-            vec![Predicate::Attr(Matcher::eq("gen_ai.request.model", "gpt-4o"))],
+            vec![Predicate::Attr(Matcher::eq(
+                "gen_ai.request.model",
+                "gpt-4o",
+            ))],
             Box::new(|s: &SpanRecord| s.gen_ai.request_model.as_deref() == Some("gpt-4o")),
         ),
         (
@@ -150,29 +185,46 @@ fn predicates_prune_and_agree_with_brute_force() {
             ],
             Box::new(|s: &SpanRecord| {
                 s.status_code == StatusCode::Error
-                    && s.attributes.iter().any(|(k, v)| k == "user.id" && *v == AttrValue::Str("u3".into()))
+                    && s.attributes
+                        .iter()
+                        .any(|(k, v)| k == "user.id" && *v == AttrValue::Str("u3".into()))
             }),
         ),
         (
-            vec![Predicate::Attr(Matcher::new("name", MatchOp::Regex, "op-[12]").expect("re"))],
+            vec![Predicate::Attr(
+                Matcher::new("name", MatchOp::Regex, "op-[12]").expect("re"),
+            )],
             Box::new(|s: &SpanRecord| s.name == "op-1" || s.name == "op-2"),
         ),
         (
-            vec![Predicate::Attr(Matcher::new("service.name", MatchOp::NotEq, "gateway").expect("ne"))],
+            vec![Predicate::Attr(
+                Matcher::new("service.name", MatchOp::NotEq, "gateway").expect("ne"),
+            )],
             Box::new(|s: &SpanRecord| s.service_name != "gateway"),
         ),
         (
-            vec![Predicate::Attr(Matcher::eq("deployment.environment", "staging"))],
+            vec![Predicate::Attr(Matcher::eq(
+                "deployment.environment",
+                "staging",
+            ))],
             Box::new(|_: &SpanRecord| false),
         ),
         (
             vec![Predicate::Attr(Matcher::eq("retry", "1"))],
-            Box::new(|s: &SpanRecord| s.attributes.iter().any(|(k, v)| k == "retry" && *v == AttrValue::Int(1))),
+            Box::new(|s: &SpanRecord| {
+                s.attributes
+                    .iter()
+                    .any(|(k, v)| k == "retry" && *v == AttrValue::Int(1))
+            }),
         ),
     ];
     for (preds, oracle) in cases {
         let expect = all.iter().filter(|s| oracle(s)).count();
-        assert_eq!(spans_matching(&store, &t, preds.clone()), expect, "{preds:?}");
+        assert_eq!(
+            spans_matching(&store, &t, preds.clone()),
+            expect,
+            "{preds:?}"
+        );
     }
 
     // A value no segment has prunes every segment through postings, touching no row group.
@@ -184,8 +236,14 @@ fn predicates_prune_and_agree_with_brute_force() {
     assert_eq!(res.stats.row_groups_read, 0);
 
     // A time range covering one flushed chunk reads one segment.
-    let range = TimeRange::new(UnixNanos(T0 + 600 * 100_000_000), UnixNanos(T0 + 700 * 100_000_000)).expect("range");
-    let res = store.scan(&ScanRequest::new(t.clone(), Signal::Spans, range)).expect("scan");
+    let range = TimeRange::new(
+        UnixNanos(T0 + 600 * 100_000_000),
+        UnixNanos(T0 + 700 * 100_000_000),
+    )
+    .expect("range");
+    let res = store
+        .scan(&ScanRequest::new(t.clone(), Signal::Spans, range))
+        .expect("scan");
     assert_eq!(res.num_rows(), 100);
     assert_eq!(res.stats.segments_read, 1);
     assert_eq!(res.stats.segments_pruned_by_time, 5);
@@ -214,7 +272,9 @@ fn logs_full_text_in_memory_and_on_disk() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = tenant("acme");
     let store = Store::open(dir.path(), config()).expect("open");
-    let logs: Vec<LogRecord> = (0..1000).map(|n| log(n, T0 + n as i64 * 1_000_000)).collect();
+    let logs: Vec<LogRecord> = (0..1000)
+        .map(|n| log(n, T0 + n as i64 * 1_000_000))
+        .collect();
     store.append_logs(&t, &logs[..600]).expect("append");
     store.flush().expect("flush");
     store.append_logs(&t, &logs[600..]).expect("append");
@@ -223,22 +283,37 @@ fn logs_full_text_in_memory_and_on_disk() {
             .with(Predicate::FullText(q.into()));
         req.predicates.extend(extra);
         let res = store.scan(&req).expect("scan");
-        res.batches.iter().flat_map(|b| logs_from_batch(b).expect("decode")).collect::<Vec<_>>()
+        res.batches
+            .iter()
+            .flat_map(|b| logs_from_batch(b).expect("decode"))
+            .collect::<Vec<_>>()
     };
     let hits = search("timeout", vec![]);
     assert_eq!(hits.len(), 200);
     assert!(hits.iter().all(|l| l.severity_text == "ERROR"));
-    let hits = search("\"tool call failed\"", vec![Predicate::Attr(Matcher::eq("user.id", "u2"))]);
+    let hits = search(
+        "\"tool call failed\"",
+        vec![Predicate::Attr(Matcher::eq("user.id", "u2"))],
+    );
     let expect = logs
         .iter()
         .filter(|l| l.severity_number == 17 && l.attributes[0].1 == AttrValue::Str("u2".into()))
         .count();
     assert_eq!(hits.len(), expect);
-    let hits = search("retrieved AND documents AND -timeout", vec![Predicate::TraceId(trace_id(7))]);
-    assert_eq!(hits.len(), 4 - usize::from(28 % 5 == 0) - usize::from(30 % 5 == 0));
+    let hits = search(
+        "retrieved AND documents AND -timeout",
+        vec![Predicate::TraceId(trace_id(7))],
+    );
+    assert_eq!(
+        hits.len(),
+        4 - usize::from(28 % 5 == 0) - usize::from(30 % 5 == 0)
+    );
     // Bad query syntax is a typed client error.
     let err = store
-        .scan(&ScanRequest::new(t.clone(), Signal::Logs, TimeRange::ALL).with(Predicate::FullText("body:(".into())))
+        .scan(
+            &ScanRequest::new(t.clone(), Signal::Logs, TimeRange::ALL)
+                .with(Predicate::FullText("body:(".into())),
+        )
         .expect_err("bad query");
     assert!(err.is_client_error(), "{err}");
 }
@@ -275,11 +350,17 @@ fn metrics_by_label_matchers_and_catalog_survives_restart() {
     let t0_ms = T0 / 1_000_000;
     {
         let store = Store::open(dir.path(), config()).expect("open");
-        store.append_metrics(&t, &metric_batch(&series, t0_ms, 100)).expect("append");
+        store
+            .append_metrics(&t, &metric_batch(&series, t0_ms, 100))
+            .expect("append");
         store.flush().expect("flush");
-        store.append_metrics(&t, &metric_batch(&series, t0_ms + 1_000_000, 50)).expect("append");
+        store
+            .append_metrics(&t, &metric_batch(&series, t0_ms + 1_000_000, 50))
+            .expect("append");
         // Re-sending the same samples (a client retry) does not duplicate them after flush.
-        store.append_metrics(&t, &metric_batch(&series[..1], t0_ms, 100)).expect("append");
+        store
+            .append_metrics(&t, &metric_batch(&series[..1], t0_ms, 100))
+            .expect("append");
         store.flush().expect("flush");
     }
     let store = Store::open(dir.path(), config()).expect("reopen");
@@ -292,18 +373,35 @@ fn metrics_by_label_matchers_and_catalog_survives_restart() {
     req.predicates = m.iter().cloned().map(Predicate::Attr).collect();
     let res = store.scan(&req).expect("scan");
     assert_eq!(res.num_rows(), 2 * 150);
-    assert_eq!(store.label_values(&t, "model"), vec!["claude-3", "gpt-4o", "llama"]);
+    assert_eq!(
+        store.label_values(&t, "model"),
+        vec!["claude-3", "gpt-4o", "llama"]
+    );
     // Unknown series are refused and change nothing.
     let bad = MetricBatch {
         series: vec![],
-        samples: vec![Sample { series: sightline_storage::SeriesId(42), timestamp_ms: t0_ms, value: 1.0 }],
+        samples: vec![Sample {
+            series: sightline_storage::SeriesId(42),
+            timestamp_ms: t0_ms,
+            value: 1.0,
+        }],
     };
     assert!(store.append_metrics(&t, &bad).is_err());
     // A series whose id does not match its labels is refused.
     let mut forged = series[0].clone();
     forged.labels[0].1 = "other".into();
-    assert!(store.append_metrics(&t, &metric_batch(&[forged], t0_ms, 1)).is_err());
-    let all = store.scan(&ScanRequest::new(t.clone(), Signal::Samples, TimeRange::ALL)).expect("scan");
+    assert!(
+        store
+            .append_metrics(&t, &metric_batch(&[forged], t0_ms, 1))
+            .is_err()
+    );
+    let all = store
+        .scan(&ScanRequest::new(
+            t.clone(),
+            Signal::Samples,
+            TimeRange::ALL,
+        ))
+        .expect("scan");
     assert_eq!(all.num_rows(), 6 * 150);
 }
 
@@ -323,10 +421,23 @@ fn cardinality_limit_and_memory_budget() {
     let series: Vec<SeriesDef> = (0..3)
         .map(|i| SeriesDef::new("m", MetricKind::Gauge, vec![("i".into(), i.to_string())]))
         .collect();
-    let err = store.append_metrics(&t, &metric_batch(&series, 0, 1)).expect_err("limit");
-    assert!(matches!(err, sightline_storage::StorageError::CardinalityLimit { .. }), "{err}");
-    assert!(store.series(&t, &[]).is_empty(), "a refused batch defines nothing");
-    store.append_metrics(&t, &metric_batch(&series[..2], 0, 1)).expect("within limit");
+    let err = store
+        .append_metrics(&t, &metric_batch(&series, 0, 1))
+        .expect_err("limit");
+    assert!(
+        matches!(
+            err,
+            sightline_storage::StorageError::CardinalityLimit { .. }
+        ),
+        "{err}"
+    );
+    assert!(
+        store.series(&t, &[]).is_empty(),
+        "a refused batch defines nothing"
+    );
+    store
+        .append_metrics(&t, &metric_batch(&series[..2], 0, 1))
+        .expect("within limit");
     let spans: Vec<SpanRecord> = (0..200).map(|n| span(n, T0)).collect();
     let mut refused = 0;
     for _ in 0..50 {
@@ -342,7 +453,9 @@ fn cardinality_limit_and_memory_budget() {
     assert!(refused > 0, "budget never enforced");
     assert!(store.stats().memtable_bytes <= 200_000 + 400_000);
     store.flush().expect("flush");
-    store.append_spans(&t, &spans).expect("fits again after flush");
+    store
+        .append_spans(&t, &spans)
+        .expect("fits again after flush");
 }
 
 #[test]
@@ -351,7 +464,9 @@ fn compaction_merges_and_keeps_every_row() {
     let t = tenant("acme");
     let store = Store::open(dir.path(), config()).expect("open");
     for c in 0..5u64 {
-        let spans: Vec<SpanRecord> = (c * 100..c * 100 + 100).map(|n| span(n, T0 + n as i64 * 1_000_000)).collect();
+        let spans: Vec<SpanRecord> = (c * 100..c * 100 + 100)
+            .map(|n| span(n, T0 + n as i64 * 1_000_000))
+            .collect();
         store.append_spans(&t, &spans).expect("append");
         store.flush().expect("flush");
     }
@@ -362,7 +477,14 @@ fn compaction_merges_and_keeps_every_row() {
     assert_eq!(segs[0].rows, 500);
     assert_eq!(segs[0].level, 1);
     assert_eq!(spans_matching(&store, &t, vec![]), 500);
-    assert_eq!(spans_matching(&store, &t, vec![Predicate::Attr(Matcher::eq("user.id", "u0"))]), 500 / 7 + 1);
+    assert_eq!(
+        spans_matching(
+            &store,
+            &t,
+            vec![Predicate::Attr(Matcher::eq("user.id", "u0"))]
+        ),
+        500 / 7 + 1
+    );
     drop(store);
     // Old segment directories are gone; reopen finds exactly the merged one.
     let store = Store::open(dir.path(), config()).expect("reopen");
@@ -400,7 +522,8 @@ fn retention_drops_whole_expired_partitions_per_tenant() {
     let store = Store::open(dir.path(), cfg).expect("open");
     for t in [tenant("acme"), tenant("keep")] {
         for h in 0..3 {
-            let spans: Vec<SpanRecord> = (0..10).map(|n| span(n, T0 + h * HOUR + n as i64)).collect();
+            let spans: Vec<SpanRecord> =
+                (0..10).map(|n| span(n, T0 + h * HOUR + n as i64)).collect();
             store.append_spans(&t, &spans).expect("append");
         }
     }
@@ -423,7 +546,9 @@ fn corrupt_segment_is_quarantined_and_the_rest_served() {
     {
         let store = Store::open(dir.path(), config()).expect("open");
         for c in 0..3u64 {
-            let spans: Vec<SpanRecord> = (c * 100..c * 100 + 100).map(|n| span(n, T0 + c as i64 * HOUR + n as i64)).collect();
+            let spans: Vec<SpanRecord> = (c * 100..c * 100 + 100)
+                .map(|n| span(n, T0 + c as i64 * HOUR + n as i64))
+                .collect();
             store.append_spans(&t, &spans).expect("append");
             store.flush().expect("flush");
         }
@@ -440,7 +565,12 @@ fn corrupt_segment_is_quarantined_and_the_rest_served() {
     let store = Store::open(dir.path(), config()).expect("opens despite damage");
     let report = store.open_report();
     assert_eq!(report.quarantined.len(), 1);
-    assert!(report.quarantined[0].moved_to.as_ref().is_some_and(|p| p.exists()));
+    assert!(
+        report.quarantined[0]
+            .moved_to
+            .as_ref()
+            .is_some_and(|p| p.exists())
+    );
     assert_eq!(spans_matching(&store, &t, vec![]), 200);
     assert_eq!(store.stats().quarantined_segments, 1);
     drop(store);
@@ -456,7 +586,9 @@ fn corrupt_wal_tail_is_truncated_and_reported() {
     {
         let store = Store::open(dir.path(), config()).expect("open");
         for c in 0..4u64 {
-            let spans: Vec<SpanRecord> = (c * 10..c * 10 + 10).map(|n| span(n, T0 + n as i64)).collect();
+            let spans: Vec<SpanRecord> = (c * 10..c * 10 + 10)
+                .map(|n| span(n, T0 + n as i64))
+                .collect();
             store.append_spans(&t, &spans).expect("append");
         }
     }
@@ -477,7 +609,9 @@ fn corrupt_wal_tail_is_truncated_and_reported() {
     assert_eq!(report.wal.problems.len(), 1);
     assert!(report.wal.truncated_bytes > 0);
     assert_eq!(spans_matching(&store, &t, vec![]), 30);
-    store.append_spans(&t, &[span(99, T0)]).expect("append after repair");
+    store
+        .append_spans(&t, &[span(99, T0)])
+        .expect("append after repair");
     drop(store);
     let store = Store::open(dir.path(), config()).expect("reopen");
     assert!(!store.open_report().found_damage());
@@ -489,5 +623,8 @@ fn second_process_is_locked_out() {
     let dir = tempfile::tempdir().expect("tempdir");
     let _store = Store::open(dir.path(), config()).expect("open");
     let err = Store::open(dir.path(), config()).expect_err("locked");
-    assert!(matches!(err, sightline_storage::StorageError::Locked(_)), "{err}");
+    assert!(
+        matches!(err, sightline_storage::StorageError::Locked(_)),
+        "{err}"
+    );
 }

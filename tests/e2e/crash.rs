@@ -15,7 +15,7 @@
 //! 24, at least 20) and `SIGHTLINE_CRASH_SEED` (default: from the clock, printed).
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -295,11 +295,11 @@ fn sigkill_at_random_points_loses_no_acknowledged_batch() {
         present = now_present;
     }
     let count = |p: KillPoint| points.iter().filter(|&&x| x == p).count();
-    println!(
+    let summary = format!(
         "crash test: {} kills in {:.1} s: {} in recovery, {} in explicit flush, {} in explicit \
          compaction, {} elsewhere (appends, background flush/compaction); {} kills left \
          interrupted flush/compaction output on disk; {} acknowledged batches, {} unacknowledged \
-         batches survived whole",
+         batches survived whole\n",
         points.len(),
         started.elapsed().as_secs_f64(),
         count(KillPoint::Recovery),
@@ -310,6 +310,8 @@ fn sigkill_at_random_points_loses_no_acknowledged_batch() {
         acked.len(),
         unacked_but_present,
     );
+    // Past the harness's output capture (unlike `println!`), so CI logs show where kills landed.
+    let _ = std::io::stderr().write_all(summary.as_bytes());
     assert!(points.len() >= MIN_KILLS);
     assert!(!acked.is_empty(), "the child never acknowledged a batch");
     assert!(

@@ -13,6 +13,7 @@
 //! failure (CI sets both).
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,11 +37,14 @@ fn python() -> Option<PathBuf> {
                 "SIGHTLINE_REQUIRE_PYTHON=1 but SIGHTLINE_PYTHON is not set: point it at a \
                  Python with tests/python/requirements.txt installed (e.g. .venv/bin/python)"
             );
-            eprintln!(
-                "\n========================================================================\n\
-                 SKIPPED interop test: SIGHTLINE_PYTHON is not set, so segment files were NOT\n\
-                 checked with pyarrow and DuckDB. Set SIGHTLINE_PYTHON=.venv/bin/python to run it.\n\
-                 ========================================================================\n"
+            // Straight to the stderr handle: unlike `eprintln!`, this is not swallowed by the
+            // test harness's output capture, so the skip shows in a normal `cargo test` run.
+            let _ = std::io::stderr().write_all(
+                b"\n========================================================================\n\
+                  SKIPPED interop test: SIGHTLINE_PYTHON is not set, so segment files were NOT\n\
+                  checked with pyarrow and DuckDB. Set SIGHTLINE_PYTHON=.venv/bin/python to run\n\
+                  it, and SIGHTLINE_REQUIRE_PYTHON=1 to make a missing interpreter a failure.\n\
+                  ========================================================================\n",
             );
             None
         }

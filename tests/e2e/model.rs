@@ -1,9 +1,10 @@
 //! Model-based property test: random sequences of store operations against a brute-force model.
 //!
-//! The model is a `Vec` of every span appended, each marked flushed or not. Operations: append a
-//! batch (within one hour or across two), flush, compact, scan with random predicates and time
-//! range, reopen (drop, or close then drop, then open), and retention after moving a
-//! [`ManualClock`] forward. After every operation the live segments must hold exactly the model's
+//! The model is a `Vec` of every span appended, each with its tenant and marked flushed or not.
+//! Operations: append a batch for one of two tenants (within one hour or across two), flush,
+//! compact, scan one tenant with random predicates and time range, reopen (drop, or close then
+//! drop, then open), and retention after moving a [`ManualClock`] forward (the tenants have
+//! different TTLs). After every operation the live segments must hold exactly the model's
 //! flushed rows, and every scan must return exactly the rows the model selects by brute force
 //! (full records when not projected, trace ids when projected).
 //!
@@ -27,8 +28,9 @@ use crate::common::{decode_spans, trace_ids};
 
 /// Hours of data the generator spreads rows over.
 const HOURS: u8 = 6;
-/// Retention TTL.
-const TTL_HOURS: i64 = 3;
+/// The tenants, and each one's retention TTL in hours (the first uses the default TTL, the
+/// second a per-tenant override).
+const TENANTS: [(&str, i64); 2] = [("model-a", 3), ("model-b", 5)];
 const MINUTE_NANOS: i64 = 60_000_000_000;
 
 /// A predicate the generator can pick; each maps to a [`Matcher`] or a trace id.
@@ -95,15 +97,18 @@ struct Query {
 
 #[derive(Clone, Debug)]
 enum Op {
-    /// Appends `rows` spans starting in hour `hour` (and the next one too when `spread`).
+    /// Appends `rows` spans of tenant `tenant` starting in hour `hour` (and the next one too
+    /// when `spread`).
     Append {
+        tenant: usize,
         rows: u8,
         hour: u8,
         spread: bool,
     },
     Flush,
     Compact,
-    Scan(Query),
+    /// Scans tenant `.0`.
+    Scan(usize, Query),
     /// Drop the store (after `close()` when `close`) and open it again.
     Reopen {
         close: bool,
@@ -148,11 +153,12 @@ fn query_strategy() -> impl Strategy<Value = Query> {
 
 fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (1u8..20, 0..HOURS, any::<bool>())
-            .prop_map(|(rows, hour, spread)| Op::Append { rows, hour, spread }),
+        6 => (0..TENANTS.len(), 1u8..20, 0..HOURS, any::<bool>()).prop_map(
+            |(tenant, rows, hour, spread)| Op::Append { tenant, rows, hour, spread }
+        ),
         2 => Just(Op::Flush),
         2 => Just(Op::Compact),
-        6 => query_strategy().prop_map(Op::Scan),
+        6 => (0..TENANTS.len(), query_strategy()).prop_map(|(t, q)| Op::Scan(t, q)),
         1 => any::<bool>().prop_map(|close| Op::Reopen { close }),
         1 => (0u16..120).prop_map(|minutes| Op::Retention { minutes }),
     ]
@@ -160,6 +166,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 
 #[derive(Clone, Debug)]
 struct Row {
+    tenant: usize,
     span: SpanRecord,
     flushed: bool,
 }
@@ -216,7 +223,7 @@ struct Harness {
     dir: tempfile::TempDir,
     clock: Arc<ManualClock>,
     store: Option<Store>,
-    tenant: TenantId,
+    tenants: Vec<TenantId>,
     rows: Vec<Row>,
     next_seq: u32,
 }
@@ -233,7 +240,11 @@ impl Harness {
             clock: self.clock.clone(),
             ..StoreConfig::default()
         };
-        cfg.retention.default_ttl = Some(Duration::from_secs(TTL_HOURS as u64 * 3600));
+        let hours = |h: i64| Duration::from_secs(h as u64 * 3600);
+        cfg.retention.default_ttl = Some(hours(TENANTS[0].1));
+        cfg.retention
+            .per_tenant
+            .insert(tenant(TENANTS[1].0), hours(TENANTS[1].1));
         cfg
     }
 
@@ -242,7 +253,7 @@ impl Harness {
             dir: tempfile::tempdir().expect("tempdir"),
             clock: Arc::new(ManualClock::new(UnixNanos(T0_NANOS + 2 * HOUR_NANOS))),
             store: None,
-            tenant: tenant("model"),
+            tenants: TENANTS.iter().map(|(t, _)| tenant(t)).collect(),
             rows: Vec::new(),
             next_seq: 0,
         };
@@ -256,14 +267,20 @@ impl Harness {
 
     fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         match op {
-            Op::Append { rows, hour, spread } => {
+            Op::Append {
+                tenant,
+                rows,
+                hour,
+                spread,
+            } => {
                 let id = batch_id(1, 0, self.next_seq);
                 self.next_seq += 1;
                 let batch = make_batch(id, *rows, *hour, *spread);
                 self.store()
-                    .append_spans(&self.tenant, &batch)
+                    .append_spans(&self.tenants[*tenant], &batch)
                     .expect("append");
                 self.rows.extend(batch.into_iter().map(|span| Row {
+                    tenant: *tenant,
                     span,
                     flushed: false,
                 }));
@@ -275,7 +292,7 @@ impl Harness {
             Op::Compact => {
                 self.store().compact().expect("compact");
             }
-            Op::Scan(q) => self.scan(q)?,
+            Op::Scan(t, q) => self.scan(*t, q)?,
             Op::Reopen { close } => {
                 let store = self.store.take().expect("store is open");
                 if *close {
@@ -294,10 +311,12 @@ impl Harness {
             Op::Retention { minutes } => {
                 self.clock.advance(i64::from(*minutes) * MINUTE_NANOS);
                 let dropped = self.store().apply_retention().expect("retention");
-                let horizon = self.clock.now().0 - TTL_HOURS * HOUR_NANOS;
+                let now = self.clock.now().0;
                 let before = self.rows.len();
-                self.rows
-                    .retain(|r| !(r.flushed && partition_end(&r.span) <= horizon));
+                self.rows.retain(|r| {
+                    let horizon = now - TENANTS[r.tenant].1 * HOUR_NANOS;
+                    !(r.flushed && partition_end(&r.span) <= horizon)
+                });
                 prop_assert_eq!(
                     dropped > 0,
                     self.rows.len() < before,
@@ -307,19 +326,31 @@ impl Harness {
                 );
             }
         }
-        // Live segments hold exactly the flushed rows.
-        let segment_rows: u64 = self.store().segments().iter().map(|m| m.rows).sum();
-        let flushed = self.rows.iter().filter(|r| r.flushed).count() as u64;
-        prop_assert_eq!(
-            segment_rows,
-            flushed,
-            "segment rows vs flushed model rows after {:?}",
-            op
-        );
+        // Live segments hold exactly the flushed rows, tenant by tenant.
+        let segments = self.store().segments();
+        for (i, t) in self.tenants.iter().enumerate() {
+            let segment_rows: u64 = segments
+                .iter()
+                .filter(|m| m.tenant == *t)
+                .map(|m| m.rows)
+                .sum();
+            let flushed = self
+                .rows
+                .iter()
+                .filter(|r| r.flushed && r.tenant == i)
+                .count() as u64;
+            prop_assert_eq!(
+                segment_rows,
+                flushed,
+                "segment rows vs flushed model rows of {} after {:?}",
+                t,
+                op
+            );
+        }
         Ok(())
     }
 
-    fn scan(&self, q: &Query) -> Result<(), TestCaseError> {
+    fn scan(&self, tenant: usize, q: &Query) -> Result<(), TestCaseError> {
         let time = match q.minutes {
             Some((a, b)) => TimeRange::new(
                 UnixNanos(T0_NANOS + i64::from(a) * MINUTE_NANOS),
@@ -328,7 +359,8 @@ impl Harness {
             .expect("range"),
             None => TimeRange::ALL,
         };
-        let mut req = ScanRequest::new(self.tenant.clone(), Signal::Spans, time);
+        let mut req = ScanRequest::new(self.tenants[tenant].clone(), Signal::Spans, time);
+        // Trace ids are picked among all tenants' rows: another tenant's trace selects nothing.
         req.predicates = q.filters.iter().map(|f| f.predicate(&self.rows)).collect();
         if q.project {
             req = req.project(&[col::TRACE_ID]);
@@ -336,6 +368,7 @@ impl Harness {
         let mut want: Vec<SpanRecord> = self
             .rows
             .iter()
+            .filter(|r| r.tenant == tenant)
             .map(|r| &r.span)
             .filter(|s| time.contains(s.start) && req.predicates.iter().all(|p| selects(p, s)))
             .cloned()
@@ -381,6 +414,8 @@ proptest! {
         }
         // Finally every row must still be there through a full scan after a clean reopen.
         h.apply(&Op::Reopen { close: true })?;
-        h.apply(&Op::Scan(Query { filters: vec![], minutes: None, project: false }))?;
+        for t in 0..TENANTS.len() {
+            h.apply(&Op::Scan(t, Query { filters: vec![], minutes: None, project: false }))?;
+        }
     }
 }

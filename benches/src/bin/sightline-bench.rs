@@ -23,7 +23,11 @@ use sightline_storage::{
 };
 
 #[derive(Parser, Debug)]
-#[command(name = "sightline-bench", about = "Storage benchmarks of Sightline", version)]
+#[command(
+    name = "sightline-bench",
+    about = "Storage benchmarks of Sightline",
+    version
+)]
 struct Cli {
     /// Working directory for data (a temporary directory when omitted).
     #[arg(long, global = true)]
@@ -124,14 +128,22 @@ fn load_samples(store: &Store, series: usize, points: usize) -> Result<u64, Stri
     let mut first = true;
     for (i, start) in (0..points).step_by(chunk_points).enumerate() {
         let n = chunk_points.min(points - start);
-        let samples = workload::samples(&mut generator, DAY_START_MS + start as i64 * 10_000, n, 150, 7 + i as u64);
+        let samples = workload::samples(
+            &mut generator,
+            DAY_START_MS + start as i64 * 10_000,
+            n,
+            150,
+            7 + i as u64,
+        );
         total += samples.len() as u64;
         let batch = MetricBatch {
             series: if first { defs.clone() } else { Vec::new() },
             samples,
         };
         first = false;
-        store.append_metrics(&tenant(), &batch).map_err(|e| e.to_string())?;
+        store
+            .append_metrics(&tenant(), &batch)
+            .map_err(|e| e.to_string())?;
     }
     store.flush().map_err(|e| e.to_string())?;
     while store.compact().map_err(|e| e.to_string())? > 0 {}
@@ -145,7 +157,13 @@ fn config(fsync: FsyncPolicy) -> StoreConfig {
     }
 }
 
-fn run_ingest(dir: &Path, signal: SignalArg, writers: usize, seconds: u64, batch: Option<usize>) -> Result<serde_json::Value, String> {
+fn run_ingest(
+    dir: &Path,
+    signal: SignalArg,
+    writers: usize,
+    seconds: u64,
+    batch: Option<usize>,
+) -> Result<serde_json::Value, String> {
     let store = Arc::new(Store::open(dir, config(FsyncPolicy::Always)).map_err(|e| e.to_string())?);
     let stop = Arc::new(AtomicBool::new(false));
     let rows = Arc::new(AtomicU64::new(0));
@@ -166,14 +184,24 @@ fn run_ingest(dir: &Path, signal: SignalArg, writers: usize, seconds: u64, batch
                 for s in generator.iter_mut() {
                     let mut labels = s.def.labels.clone();
                     labels.push(("writer".into(), w.to_string()));
-                    s.def = sightline_storage::SeriesDef::new(s.def.metric_name.clone(), s.def.kind, labels);
+                    s.def = sightline_storage::SeriesDef::new(
+                        s.def.metric_name.clone(),
+                        s.def.kind,
+                        labels,
+                    );
                 }
                 let defs: Vec<_> = generator.iter().map(|s| s.def.clone()).collect();
                 let scrapes = per.div_ceil(generator.len());
                 let pool: Vec<MetricBatch> = (0..64)
                     .map(|i| MetricBatch {
                         series: defs.clone(),
-                        samples: workload::samples(&mut generator, DAY_START_MS + i as i64 * scrapes as i64 * 10_000, scrapes, 150, i as u64),
+                        samples: workload::samples(
+                            &mut generator,
+                            DAY_START_MS + i as i64 * scrapes as i64 * 10_000,
+                            scrapes,
+                            150,
+                            i as u64,
+                        ),
                     })
                     .collect();
                 std::thread::spawn(move || {
@@ -187,7 +215,10 @@ fn run_ingest(dir: &Path, signal: SignalArg, writers: usize, seconds: u64, batch
                                 lat.push(t.elapsed().as_secs_f64() * 1e3);
                                 rows.fetch_add(b.samples.len() as u64, Ordering::Relaxed);
                             }
-                            Err(sightline_storage::StorageError::OverBudget { retry_after, .. }) => {
+                            Err(sightline_storage::StorageError::OverBudget {
+                                retry_after,
+                                ..
+                            }) => {
                                 rejected.fetch_add(1, Ordering::Relaxed);
                                 std::thread::sleep(retry_after.min(Duration::from_millis(20)));
                             }
@@ -203,7 +234,11 @@ fn run_ingest(dir: &Path, signal: SignalArg, writers: usize, seconds: u64, batch
                 let mut generator = workload::SpanGen::new(1000 + w as u64);
                 let pool: Vec<Vec<SpanRecord>> = (0..40)
                     .map(|i| {
-                        let mut v = generator.traces(per / 5 + 1, UnixNanos(DAY_START_MS * 1_000_000 + i * 1_000_000_000), 1_000_000_000);
+                        let mut v = generator.traces(
+                            per / 5 + 1,
+                            UnixNanos(DAY_START_MS * 1_000_000 + i * 1_000_000_000),
+                            1_000_000_000,
+                        );
                         v.truncate(per);
                         v
                     })
@@ -219,7 +254,10 @@ fn run_ingest(dir: &Path, signal: SignalArg, writers: usize, seconds: u64, batch
                                 lat.push(t.elapsed().as_secs_f64() * 1e3);
                                 rows.fetch_add(b.len() as u64, Ordering::Relaxed);
                             }
-                            Err(sightline_storage::StorageError::OverBudget { retry_after, .. }) => {
+                            Err(sightline_storage::StorageError::OverBudget {
+                                retry_after,
+                                ..
+                            }) => {
                                 rejected.fetch_add(1, Ordering::Relaxed);
                                 std::thread::sleep(retry_after.min(Duration::from_millis(20)));
                             }
@@ -263,8 +301,14 @@ fn run_ingest(dir: &Path, signal: SignalArg, writers: usize, seconds: u64, batch
     }))
 }
 
-fn run_bytes(dir: &Path, series: usize, points: usize, python: Option<&Path>) -> Result<serde_json::Value, String> {
-    let store = Store::open(dir.join("sightline"), config(FsyncPolicy::Never)).map_err(|e| e.to_string())?;
+fn run_bytes(
+    dir: &Path,
+    series: usize,
+    points: usize,
+    python: Option<&Path>,
+) -> Result<serde_json::Value, String> {
+    let store = Store::open(dir.join("sightline"), config(FsyncPolicy::Never))
+        .map_err(|e| e.to_string())?;
     let t = Instant::now();
     let total = load_samples(&store, series, points)?;
     let load_s = t.elapsed().as_secs_f64();
@@ -295,8 +339,15 @@ fn run_bytes(dir: &Path, series: usize, points: usize, python: Option<&Path>) ->
         // Hand the very same samples to the peers via one Parquet file of our own segments.
         let files = store.parquet_files(&tenant(), Signal::Samples);
         let list = dir.join("segments.txt");
-        std::fs::write(&list, files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("\n"))
-            .map_err(|e| e.to_string())?;
+        std::fs::write(
+            &list,
+            files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+        .map_err(|e| e.to_string())?;
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/bytes_per_sample.py");
         let o = Command::new(py)
             .arg(&script)
@@ -305,16 +356,30 @@ fn run_bytes(dir: &Path, series: usize, points: usize, python: Option<&Path>) ->
             .output()
             .map_err(|e| format!("running {}: {e}", py.display()))?;
         if !o.status.success() {
-            return Err(format!("peer script failed: {}", String::from_utf8_lossy(&o.stderr)));
+            return Err(format!(
+                "peer script failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ));
         }
-        let peers: serde_json::Value = serde_json::from_slice(&o.stdout).map_err(|e| e.to_string())?;
+        let peers: serde_json::Value =
+            serde_json::from_slice(&o.stdout).map_err(|e| e.to_string())?;
         let rows = peers["rows"].as_u64().unwrap_or(0);
         if rows != total {
-            return Err(format!("peers saw {rows} samples, sightline stored {total}"));
+            return Err(format!(
+                "peers saw {rows} samples, sightline stored {total}"
+            ));
         }
-        for (name, key) in [("pyarrow parquet (defaults)", "pyarrow_default"), ("pyarrow parquet (zstd)", "pyarrow_zstd"), ("chDB MergeTree DoubleDelta/Gorilla+ZSTD", "chdb")] {
+        for (name, key) in [
+            ("pyarrow parquet (defaults)", "pyarrow_default"),
+            ("pyarrow parquet (zstd)", "pyarrow_zstd"),
+            ("chDB MergeTree DoubleDelta/Gorilla+ZSTD", "chdb"),
+        ] {
             let b = peers[key]["bytes"].as_f64().unwrap_or(f64::NAN);
-            println!("bytes/sample: {name} {:.3} (ratio sightline/peer {:.2})", b / total as f64, all_bytes as f64 / b);
+            println!(
+                "bytes/sample: {name} {:.3} (ratio sightline/peer {:.2})",
+                b / total as f64,
+                all_bytes as f64 / b
+            );
             out[key] = serde_json::json!(b / total as f64);
         }
     }
@@ -342,13 +407,19 @@ fn run_trace_lookup(dir: &Path, spans: usize, lookups: usize) -> Result<serde_js
         loop {
             match store.append_spans(&tenant(), &batch) {
                 Ok(()) => break,
-                Err(sightline_storage::StorageError::OverBudget { .. }) => std::thread::sleep(Duration::from_millis(50)),
+                Err(sightline_storage::StorageError::OverBudget { .. }) => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
                 Err(e) => return Err(e.to_string()),
             }
         }
         done += n;
-        if done % 200_000 == 0 {
-            eprintln!("  loaded {} spans ({:.0}s)", done * 5, t.elapsed().as_secs_f64());
+        if done.is_multiple_of(200_000) {
+            eprintln!(
+                "  loaded {} spans ({:.0}s)",
+                done * 5,
+                t.elapsed().as_secs_f64()
+            );
         }
     }
     store.flush().map_err(|e| e.to_string())?;
@@ -364,28 +435,44 @@ fn run_trace_lookup(dir: &Path, spans: usize, lookups: usize) -> Result<serde_js
     let mut lat = Vec::with_capacity(lookups);
     let mut rng_state = 0x1234_5678u64;
     for _ in 0..lookups {
-        rng_state = rng_state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        rng_state = rng_state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
         let k = (rng_state >> 33) as usize % traces;
         let id = workload::trace_id(first_seq + k as u64);
         let t = Instant::now();
         let found = store.trace(&tenant(), id).map_err(|e| e.to_string())?;
         lat.push(t.elapsed().as_secs_f64() * 1e3);
         if found.len() != 5 {
-            return Err(format!("trace {id} returned {} spans, expected 5", found.len()));
+            return Err(format!(
+                "trace {id} returned {} spans, expected 5",
+                found.len()
+            ));
         }
     }
     let p50 = percentile(&mut lat, 0.5);
     let p99 = percentile(&mut lat, 0.99);
-    println!("trace-lookup: {lookups} lookups over {} spans: median {p50:.2} ms, p99 {p99:.2} ms", stats.segment_rows);
-    Ok(serde_json::json!({"bench": "trace_lookup", "spans": stats.segment_rows, "median_ms": p50, "p99_ms": p99}))
+    println!(
+        "trace-lookup: {lookups} lookups over {} spans: median {p50:.2} ms, p99 {p99:.2} ms",
+        stats.segment_rows
+    );
+    Ok(
+        serde_json::json!({"bench": "trace_lookup", "spans": stats.segment_rows, "median_ms": p50, "p99_ms": p99}),
+    )
 }
 
-fn run_scan(dir: &Path, series: usize, points: usize, repeat: usize) -> Result<serde_json::Value, String> {
+fn run_scan(
+    dir: &Path,
+    series: usize,
+    points: usize,
+    repeat: usize,
+) -> Result<serde_json::Value, String> {
     let store = Store::open(dir, config(FsyncPolicy::Never)).map_err(|e| e.to_string())?;
     load_samples(&store, series, points)?;
     // One partition: the hour starting at 12:00.
     let start = UnixNanos((DAY_START_MS + 12 * 3_600_000) * 1_000_000);
-    let range = TimeRange::new(start, UnixNanos(start.0 + 3_600_000_000_000)).map_err(|e| e.to_string())?;
+    let range =
+        TimeRange::new(start, UnixNanos(start.0 + 3_600_000_000_000)).map_err(|e| e.to_string())?;
     let mut rates = Vec::new();
     let mut rows = 0;
     for _ in 0..repeat {
@@ -398,7 +485,9 @@ fn run_scan(dir: &Path, series: usize, points: usize, repeat: usize) -> Result<s
         rates.push(rows as f64 / s);
     }
     let m = median(&mut rates);
-    println!("scan: one partition, {rows} samples decoded per scan, median {m:.0} samples/s over {repeat} runs");
+    println!(
+        "scan: one partition, {rows} samples decoded per scan, median {m:.0} samples/s over {repeat} runs"
+    );
     // And with a label matcher, to show pruning.
     let req = ScanRequest::new(tenant(), Signal::Samples, range).with(Predicate::Attr(
         sightline_storage::Matcher::eq("model", "gpt-4o"),
@@ -428,12 +517,28 @@ fn main() {
         }
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
-    println!("# reproduce: cargo run -p sightline-bench --release -- {}", args.join(" "));
+    println!(
+        "# reproduce: cargo run -p sightline-bench --release -- {}",
+        args.join(" ")
+    );
     let result = match cli.cmd {
-        Cmd::Ingest { signal, writers, seconds, batch } => run_ingest(&dir, signal, writers, seconds, batch),
-        Cmd::Bytes { series, points, python } => run_bytes(&dir, series, points, python.as_deref()),
+        Cmd::Ingest {
+            signal,
+            writers,
+            seconds,
+            batch,
+        } => run_ingest(&dir, signal, writers, seconds, batch),
+        Cmd::Bytes {
+            series,
+            points,
+            python,
+        } => run_bytes(&dir, series, points, python.as_deref()),
         Cmd::TraceLookup { spans, lookups } => run_trace_lookup(&dir, spans, lookups),
-        Cmd::Scan { series, points, repeat } => run_scan(&dir, series, points, repeat),
+        Cmd::Scan {
+            series,
+            points,
+            repeat,
+        } => run_scan(&dir, series, points, repeat),
     };
     match result {
         Ok(v) => {

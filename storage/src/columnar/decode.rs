@@ -28,7 +28,7 @@ pub(crate) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Resu
         .ok_or_else(|| bad(format!("column {name} missing or of the wrong type")))
 }
 
-fn child<'a, T: 'static>(s: &'a StructArray, idx: usize) -> Result<&'a T> {
+fn child<T: 'static>(s: &StructArray, idx: usize) -> Result<&T> {
     s.columns()
         .get(idx)
         .and_then(|c| c.as_any().downcast_ref::<T>())
@@ -78,7 +78,10 @@ impl<'a> AttrReader<'a> {
 
     /// The entry index range of row `row`.
     pub(crate) fn range(&self, row: usize) -> Result<std::ops::Range<usize>> {
-        let start = *self.offsets.get(row).ok_or_else(|| bad("map row out of range"))?;
+        let start = *self
+            .offsets
+            .get(row)
+            .ok_or_else(|| bad("map row out of range"))?;
         let end = *self
             .offsets
             .get(row + 1)
@@ -392,7 +395,10 @@ pub fn series_from_batch(batch: &RecordBatch) -> Result<Vec<SeriesDef>> {
             labels,
         };
         if SeriesDef::compute_id(&def.metric_name, &def.labels) != def.id {
-            return Err(bad(format!("series {:#x} does not match its labels", def.id.0)));
+            return Err(bad(format!(
+                "series {:#x} does not match its labels",
+                def.id.0
+            )));
         }
         out.push(def);
     }

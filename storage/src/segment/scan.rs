@@ -4,9 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow_array::{
-    Array, BooleanArray, FixedSizeBinaryArray, RecordBatch, UInt64Array,
-};
+use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, RecordBatch, UInt64Array};
 use arrow_schema::Schema;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
@@ -77,7 +75,10 @@ pub(crate) struct CompiledScan<'a> {
 }
 
 impl<'a> CompiledScan<'a> {
-    pub(crate) fn new(req: &'a ScanRequest, series_filter: Option<Arc<HashSet<u64>>>) -> Result<Self> {
+    pub(crate) fn new(
+        req: &'a ScanRequest,
+        series_filter: Option<Arc<HashSet<u64>>>,
+    ) -> Result<Self> {
         req.validate()?;
         let schema = schema::of(req.signal);
         let output: Vec<String> = match &req.projection {
@@ -142,7 +143,11 @@ impl<'a> CompiledScan<'a> {
         if signal == Signal::Samples {
             if let Some(set) = &self.series_filter {
                 let ids = crate::columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
-                masks.push(ids.iter().map(|v| Some(v.is_some_and(|v| set.contains(&v)))).collect());
+                masks.push(
+                    ids.iter()
+                        .map(|v| Some(v.is_some_and(|v| set.contains(&v))))
+                        .collect(),
+                );
             }
         } else {
             for m in self.matchers() {
@@ -153,7 +158,11 @@ impl<'a> CompiledScan<'a> {
             }
         }
         if let Some((rows, first)) = text_rows {
-            masks.push((0..n as u32).map(|i| Some(rows.contains(first + i))).collect());
+            masks.push(
+                (0..n as u32)
+                    .map(|i| Some(rows.contains(first + i)))
+                    .collect(),
+            );
         }
         let filtered = match predicate::and_all(masks, n)? {
             Some(mask) => {
@@ -212,10 +221,17 @@ fn intersect(acc: &mut Option<RoaringBitmap>, rows: RoaringBitmap) {
 
 impl Segment {
     /// Rows of this segment that satisfy `c`, after pruning.
-    pub(crate) fn scan(&self, c: &CompiledScan<'_>, stats: &mut ScanStats) -> Result<Vec<RecordBatch>> {
+    pub(crate) fn scan(
+        &self,
+        c: &CompiledScan<'_>,
+        stats: &mut ScanStats,
+    ) -> Result<Vec<RecordBatch>> {
         stats.segments_total += 1;
         let req = c.req;
-        if !req.time.overlaps_closed(self.meta.min_time, self.meta.max_time) {
+        if !req
+            .time
+            .overlaps_closed(self.meta.min_time, self.meta.max_time)
+        {
             stats.segments_pruned_by_time += 1;
             return Ok(Vec::new());
         }
@@ -273,14 +289,17 @@ impl Segment {
             start += rows;
             if let Some((lo, hi)) = time_leaf.and_then(|l| stat_range(rg.column(l).statistics())) {
                 let (lo, hi) = (lo.saturating_mul(unit), hi.saturating_mul(unit));
-                if !req.time.overlaps_closed(crate::types::UnixNanos(lo), crate::types::UnixNanos(hi)) {
+                if !req
+                    .time
+                    .overlaps_closed(crate::types::UnixNanos(lo), crate::types::UnixNanos(hi))
+                {
                     continue;
                 }
             }
-            if let (Some(t), Some(Some(bloom))) = (trace, self.blooms.get(i)) {
-                if !bloom.check(&t.as_bytes()[..]) {
-                    continue;
-                }
+            if let (Some(t), Some(Some(bloom))) = (trace, self.blooms.get(i))
+                && !bloom.check(&t.as_bytes()[..])
+            {
+                continue;
             }
             let local: Option<Vec<std::ops::Range<usize>>> = match &candidates {
                 Some(cand) => {
@@ -319,33 +338,37 @@ impl Segment {
         let path = self.data_path();
         let file = std::fs::File::open(&path).at(&path)?;
         let pschema = self.parquet.parquet_schema();
-        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
-            .with_row_groups(selected)
-            .with_projection(ProjectionMask::roots(pschema, c.read_columns.iter().copied()))
-            .with_batch_size(8192);
+        let mut builder =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
+                .with_row_groups(selected)
+                .with_projection(ProjectionMask::roots(
+                    pschema,
+                    c.read_columns.iter().copied(),
+                ))
+                .with_batch_size(8192);
         if candidates.is_some() {
             builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(
                 ranges.into_iter(),
                 selected_rows,
             ));
         }
-        if let Some(t) = trace {
-            if let Ok(idx) = schema::of(req.signal).index_of(col::TRACE_ID) {
-                let mask = ProjectionMask::roots(pschema, [idx]);
-                let pred = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-                    let ids = batch
-                        .column(0)
-                        .as_any()
-                        .downcast_ref::<FixedSizeBinaryArray>()
-                        .ok_or_else(|| {
-                            arrow_schema::ArrowError::InvalidArgumentError(
-                                "trace_id is not fixed-size binary".into(),
-                            )
-                        })?;
-                    Ok(trace_eq(ids, &t))
-                });
-                builder = builder.with_row_filter(RowFilter::new(vec![Box::new(pred)]));
-            }
+        if let Some(t) = trace
+            && let Ok(idx) = schema::of(req.signal).index_of(col::TRACE_ID)
+        {
+            let mask = ProjectionMask::roots(pschema, [idx]);
+            let pred = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
+                let ids = batch
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<FixedSizeBinaryArray>()
+                    .ok_or_else(|| {
+                        arrow_schema::ArrowError::InvalidArgumentError(
+                            "trace_id is not fixed-size binary".into(),
+                        )
+                    })?;
+                Ok(trace_eq(ids, &t))
+            });
+            builder = builder.with_row_filter(RowFilter::new(vec![Box::new(pred)]));
         }
         let reader = builder.build()?;
         let mut out = Vec::new();

@@ -5,10 +5,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{
-    Array, ArrayRef, MapArray, RecordBatch, StringArray, UInt32Array,
-    UInt64Array,
-};
+use arrow_array::{Array, ArrayRef, MapArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_ord::sort::{SortColumn, lexsort_to_indices};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -113,7 +110,11 @@ pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<Re
     Ok(arrow_select::take::take_record_batch(batch, &indices)?)
 }
 
-fn writer_properties(signal: Signal, rows: usize, opts: &SegmentWriteOptions) -> Result<WriterProperties> {
+fn writer_properties(
+    signal: Signal,
+    rows: usize,
+    opts: &SegmentWriteOptions,
+) -> Result<WriterProperties> {
     let level = ZstdLevel::try_new(opts.zstd_level)?;
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
@@ -164,11 +165,7 @@ fn writer_properties(signal: Signal, rows: usize, opts: &SegmentWriteOptions) ->
     Ok(b.build())
 }
 
-fn write_parquet(
-    path: &Path,
-    batch: &RecordBatch,
-    props: WriterProperties,
-) -> Result<()> {
+fn write_parquet(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<()> {
     let file = fs::File::create(path).at(path)?;
     let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
     w.write(batch)?;
@@ -291,7 +288,11 @@ fn checksum_tree(base: &Path, dir: &Path, out: &mut Vec<FileChecksum>) -> Result
                 .strip_prefix(base)
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_else(|_| name.into_owned());
-            out.push(FileChecksum { name: rel, len, crc32c });
+            out.push(FileChecksum {
+                name: rel,
+                len,
+                crc32c,
+            });
         }
     }
     Ok(())

@@ -52,13 +52,13 @@ fn run(inner: &Inner) {
         if inner.shutdown.load(Ordering::Acquire) {
             return;
         }
-        if let Some(every) = sync_every {
-            if last_sync.elapsed() >= every {
-                if let Err(e) = inner.wal.sync_now() {
-                    tracing::error!(error = %e, "background WAL sync failed");
-                }
-                last_sync = Instant::now();
+        if let Some(every) = sync_every
+            && last_sync.elapsed() >= every
+        {
+            if let Err(e) = inner.wal.sync_now() {
+                tracing::error!(error = %e, "background WAL sync failed");
             }
+            last_sync = Instant::now();
         }
         if should_flush(inner) {
             match super::flush::flush(inner) {

@@ -95,7 +95,9 @@ fn flush_locked(inner: &Inner) -> Result<()> {
                     (k, m.snapshot(), bytes)
                 })
                 .collect();
-            state.frozen.push(Arc::new(FrozenSet { tables, checkpoint }));
+            state
+                .frozen
+                .push(Arc::new(FrozenSet { tables, checkpoint }));
         }
         if state.frozen.is_empty() {
             return Ok(());
@@ -112,7 +114,10 @@ fn flush_locked(inner: &Inner) -> Result<()> {
                 .iter()
                 .filter(|((_, s), _, _)| *s == Signal::Samples)
                 .filter_map(|((t, _), _, _)| {
-                    state.catalogs.get(t).map(|c| (t.clone(), c.by_id().clone()))
+                    state
+                        .catalogs
+                        .get(t)
+                        .map(|c| (t.clone(), c.by_id().clone()))
                 })
                 .collect();
             (set, catalogs)
@@ -126,12 +131,16 @@ fn flush_set(
     set: &Arc<FrozenSet>,
     catalogs: &HashMap<crate::TenantId, HashMap<SeriesId, Arc<SeriesDef>>>,
 ) -> Result<()> {
-    let partition_nanos = inner.config.partition_nanos();
     let mut manifest = inner.state.lock().manifest.clone();
     let mut written: Vec<(SegmentMeta, Segment)> = Vec::new();
     let empty = HashMap::new();
     for ((tenant, signal), snap, _) in &set.tables {
-        let batches: Vec<RecordBatch> = snap.batches.iter().map(|b: &MemBatch| b.batch.clone()).collect();
+        let partition_nanos = inner.config.partition_nanos(*signal);
+        let batches: Vec<RecordBatch> = snap
+            .batches
+            .iter()
+            .map(|b: &MemBatch| b.batch.clone())
+            .collect();
         for (partition_start, rows) in partition_rows(*signal, &batches, partition_nanos)? {
             let series = match signal {
                 Signal::Samples => series_for(&rows, catalogs.get(tenant).unwrap_or(&empty))?,
@@ -149,7 +158,8 @@ fn flush_set(
                 level: 0,
                 files: Vec::new(),
             };
-            let meta = segment::write_segment(&inner.root, meta, &rows, &series, &inner.config.segment)?;
+            let meta =
+                segment::write_segment(&inner.root, meta, &rows, &series, &inner.config.segment)?;
             let seg = Segment::open(&inner.root, meta.clone())?;
             written.push((meta, seg));
         }
@@ -157,7 +167,9 @@ fn flush_set(
     // 2. Commit.
     manifest.generation += 1;
     manifest.wal_checkpoint = manifest.wal_checkpoint.max(set.checkpoint);
-    manifest.segments.extend(written.iter().map(|(m, _)| m.clone()));
+    manifest
+        .segments
+        .extend(written.iter().map(|(m, _)| m.clone()));
     manifest.store(&inner.root)?;
     // 3. Install for readers and drop the frozen memtables, atomically for readers.
     let released: usize = set.tables.iter().map(|(_, _, b)| *b).sum();
@@ -170,7 +182,10 @@ fn flush_set(
                 .entry((meta.tenant.clone(), meta.signal))
                 .or_default()
                 .push(Arc::new(seg));
-            inner.counters.segments_written.fetch_add(1, Ordering::Relaxed);
+            inner
+                .counters
+                .segments_written
+                .fetch_add(1, Ordering::Relaxed);
         }
         state.frozen.retain(|f| !Arc::ptr_eq(f, set));
     }

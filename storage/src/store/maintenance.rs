@@ -98,7 +98,10 @@ fn merge(
         s.mark_obsolete();
     }
     inner.counters.compactions.fetch_add(1, Ordering::Relaxed);
-    inner.counters.segments_written.fetch_add(1, Ordering::Relaxed);
+    inner
+        .counters
+        .segments_written
+        .fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 
@@ -169,6 +172,9 @@ pub(super) fn quarantine(inner: &Inner, id: SegmentId, reason: &str) -> Result<(
         }
     }
     super::recovery::quarantine_segment(&inner.root, &meta)?;
-    inner.counters.quarantined_segments.fetch_add(1, Ordering::Relaxed);
+    inner
+        .counters
+        .quarantined_segments
+        .fetch_add(1, Ordering::Relaxed);
     Ok(())
 }

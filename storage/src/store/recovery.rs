@@ -106,7 +106,10 @@ fn remove_leftovers(root: &Path, live: &HashSet<PathBuf>) -> Result<Vec<PathBuf>
         for signal in subdirs(&tenant)? {
             for partition in subdirs(&signal)? {
                 for seg in subdirs(&partition)? {
-                    let rel = seg.strip_prefix(root).map(Path::to_path_buf).unwrap_or_default();
+                    let rel = seg
+                        .strip_prefix(root)
+                        .map(Path::to_path_buf)
+                        .unwrap_or_default();
                     if !live.contains(&rel) {
                         fs::remove_dir_all(&seg).at(&seg)?;
                         removed.push(rel);

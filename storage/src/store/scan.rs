@@ -9,9 +9,9 @@ use super::Inner;
 use crate::error::{Result, StorageError};
 use crate::memtable::MemSnapshot;
 use crate::predicate::{Predicate, ScanRequest};
+use crate::schema::col;
 use crate::segment::scan::CompiledScan;
 use crate::segment::{ScanStats, Segment};
-use crate::schema::col;
 use crate::types::Signal;
 
 /// Rows of a scan and how they were found.
@@ -84,7 +84,11 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
         match seg.scan(&compiled, &mut result.stats) {
             Ok(batches) => result.batches.extend(batches),
             Err(StorageError::Corruption { path, detail }) => {
-                let msg = format!("segment {} unreadable ({}: {detail}); quarantined", seg.meta().id, path.display());
+                let msg = format!(
+                    "segment {} unreadable ({}: {detail}); quarantined",
+                    seg.meta().id,
+                    path.display()
+                );
                 super::maintenance::quarantine(inner, seg.meta().id, &msg)?;
                 result.warnings.push(msg);
             }

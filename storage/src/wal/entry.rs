@@ -72,7 +72,9 @@ pub fn decode(payload: &[u8]) -> Result<WalEntry> {
         _ => return Err(bad("unknown signal")),
     };
     let tlen = *payload.get(1).ok_or_else(|| bad("truncated"))? as usize;
-    let tenant = payload.get(2..2 + tlen).ok_or_else(|| bad("truncated tenant"))?;
+    let tenant = payload
+        .get(2..2 + tlen)
+        .ok_or_else(|| bad("truncated tenant"))?;
     let tenant = std::str::from_utf8(tenant).map_err(|_| bad("tenant not UTF-8"))?;
     let tenant = TenantId::new(tenant).map_err(|_| bad("invalid tenant"))?;
     let pos = 2 + tlen;
@@ -83,7 +85,9 @@ pub fn decode(payload: &[u8]) -> Result<WalEntry> {
     let series_bytes = payload
         .get(pos + 4..pos + 4 + slen)
         .ok_or_else(|| bad("truncated series"))?;
-    let rows = payload.get(pos + 4 + slen..).ok_or_else(|| bad("truncated rows"))?;
+    let rows = payload
+        .get(pos + 4 + slen..)
+        .ok_or_else(|| bad("truncated rows"))?;
     let series = if slen > 0 {
         Some(read_one(series_bytes, &schema::SERIES)?)
     } else {

@@ -66,7 +66,9 @@ pub fn decode(buf: &[u8], after: Lsn) -> Decoded<'_> {
         lsn_bytes.copy_from_slice(&rest[8..16]);
         let lsn = Lsn(u64::from_le_bytes(lsn_bytes));
         if len > MAX_PAYLOAD_LEN {
-            break Some(Stop::Corrupt(format!("record length {len} exceeds the maximum")));
+            break Some(Stop::Corrupt(format!(
+                "record length {len} exceeds the maximum"
+            )));
         }
         if rest.len() < HEADER_LEN + len {
             break Some(Stop::Torn);
