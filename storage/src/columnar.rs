@@ -66,7 +66,7 @@ impl AttrColumnBuilder {
             AttrValue::Double(x) => (None, None, Some(*x), None, None),
             AttrValue::Bytes(x) => (None, None, None, None, Some(x.as_slice())),
             AttrValue::Array(_) | AttrValue::KvList(_) => {
-                (Some(v.to_json().to_string()), None, None, None, None)
+                (Some(v.to_typed_json().to_string()), None, None, None, None)
             }
             AttrValue::Empty => (None, None, None, None, None),
         };

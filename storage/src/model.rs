@@ -79,6 +79,100 @@ impl AttrValue {
         }
     }
 
+    /// Lossless, order-preserving JSON in the shape of OpenTelemetry's JSON `AnyValue`
+    /// (`{"stringValue": ..}`, `{"intValue": "5"}`, `{"arrayValue": {"values": [..]}}`,
+    /// `{"kvlistValue": {"values": [{"key": .., "value": ..}]}}`), with bytes as lowercase hex
+    /// and non-finite doubles as `"NaN"`, `"Infinity"`, `"-Infinity"`. Nested attribute values
+    /// are stored in this form.
+    pub fn to_typed_json(&self) -> serde_json::Value {
+        use serde_json::{Value, json};
+        match self {
+            AttrValue::Str(s) => json!({ "stringValue": s }),
+            AttrValue::Bool(b) => json!({ "boolValue": b }),
+            AttrValue::Int(i) => json!({ "intValue": i.to_string() }),
+            AttrValue::Double(d) => match serde_json::Number::from_f64(*d) {
+                Some(n) => json!({ "doubleValue": Value::Number(n) }),
+                None => {
+                    json!({ "doubleValue": if d.is_nan() { "NaN" } else if *d > 0.0 { "Infinity" } else { "-Infinity" } })
+                }
+            },
+            AttrValue::Bytes(b) => {
+                json!({ "bytesValue": b.iter().map(|x| format!("{x:02x}")).collect::<String>() })
+            }
+            AttrValue::Array(items) => json!({
+                "arrayValue": { "values": items.iter().map(AttrValue::to_typed_json).collect::<Vec<_>>() }
+            }),
+            AttrValue::KvList(kvs) => json!({
+                "kvlistValue": { "values": kvs.iter().map(|(k, v)| json!({ "key": k, "value": v.to_typed_json() })).collect::<Vec<_>>() }
+            }),
+            AttrValue::Empty => json!({}),
+        }
+    }
+
+    /// Inverse of [`AttrValue::to_typed_json`]; `None` when the JSON is not of that shape.
+    pub fn from_typed_json(v: &serde_json::Value) -> Option<Self> {
+        let obj = v.as_object()?;
+        let Some((kind, inner)) = obj.iter().next() else {
+            return Some(AttrValue::Empty);
+        };
+        Some(match kind.as_str() {
+            "stringValue" => AttrValue::Str(inner.as_str()?.to_owned()),
+            "boolValue" => AttrValue::Bool(inner.as_bool()?),
+            "intValue" => AttrValue::Int(match inner {
+                serde_json::Value::String(s) => s.parse().ok()?,
+                other => other.as_i64()?,
+            }),
+            "doubleValue" => AttrValue::Double(match inner {
+                serde_json::Value::String(s) => match s.as_str() {
+                    "NaN" => f64::NAN,
+                    "Infinity" => f64::INFINITY,
+                    "-Infinity" => f64::NEG_INFINITY,
+                    _ => return None,
+                },
+                other => other.as_f64()?,
+            }),
+            "bytesValue" => {
+                let s = inner.as_str()?;
+                if s.len() % 2 != 0 {
+                    return None;
+                }
+                AttrValue::Bytes(
+                    (0..s.len() / 2)
+                        .map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
+                        .collect::<Option<Vec<u8>>>()?,
+                )
+            }
+            "arrayValue" => AttrValue::Array(
+                inner
+                    .get("values")
+                    .and_then(|v| v.as_array())
+                    .map(|a| {
+                        a.iter()
+                            .map(AttrValue::from_typed_json)
+                            .collect::<Option<Vec<_>>>()
+                    })
+                    .unwrap_or(Some(Vec::new()))?,
+            ),
+            "kvlistValue" => AttrValue::KvList(
+                inner
+                    .get("values")
+                    .and_then(|v| v.as_array())
+                    .map(|a| {
+                        a.iter()
+                            .map(|kv| {
+                                Some((
+                                    kv.get("key")?.as_str()?.to_owned(),
+                                    AttrValue::from_typed_json(kv.get("value")?)?,
+                                ))
+                            })
+                            .collect::<Option<Vec<_>>>()
+                    })
+                    .unwrap_or(Some(Vec::new()))?,
+            ),
+            _ => return None,
+        })
+    }
+
     /// Approximate heap size, for memory accounting.
     pub fn heap_size(&self) -> usize {
         match self {

@@ -319,8 +319,18 @@ pub(crate) fn and_all(masks: Vec<BooleanArray>, n: usize) -> Result<Option<Boole
 }
 
 fn arrow_arith_and(a: &BooleanArray, b: &BooleanArray) -> Result<BooleanArray> {
+    and_masks(a, b).map_err(StorageError::from)
+}
+
+/// ANDs two masks of equal length (nulls count as false).
+pub(crate) fn and_masks(
+    a: &BooleanArray,
+    b: &BooleanArray,
+) -> std::result::Result<BooleanArray, arrow_schema::ArrowError> {
     if a.len() != b.len() {
-        return Err(StorageError::InvalidQuery("mask length mismatch".into()));
+        return Err(arrow_schema::ArrowError::InvalidArgumentError(
+            "mask length mismatch".into(),
+        ));
     }
     // Masks built here carry no nulls; treat any null as false to be safe.
     let va = match a.nulls() {

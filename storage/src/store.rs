@@ -407,6 +407,14 @@ impl Inner {
     ) -> Result<()> {
         let rows = batch.num_rows();
         let (min_time, max_time) = time_bounds(signal, &batch)?;
+        // Times before 1970 or past 2262 (where nanoseconds leave i64) are refused: partition
+        // arithmetic and every reader assume the range.
+        if min_time.0 < 0 || max_time.0 == i64::MAX {
+            return Err(StorageError::InvalidInput(format!(
+                "{signal} timestamps must lie between 1970 and 2262, got {}..{} ns",
+                min_time.0, max_time.0
+            )));
+        }
         let bytes = columnar::batch_bytes(&batch) + series.len() * 128;
         let rows_ipc = wal::entry::ipc_bytes(&batch)?;
         if let Err(e) = self.budget.reserve(bytes, self.config.retry_after) {

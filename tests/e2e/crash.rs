@@ -40,9 +40,10 @@ const DEEP_CHECKS_PER_RUN: usize = 4;
 enum KillPoint {
     /// Before `READY`: opening the store (WAL replay, leftover removal).
     Recovery,
-    /// Between `FLUSH_START` and `FLUSH_END` of an explicit flush.
+    /// Between `FLUSH_START` and `FLUSH_END` of an explicit flush (which includes waiting for a
+    /// background flush or compaction: they take the same lock).
     Flush,
-    /// Between `COMPACT_START` and `COMPACT_END` of an explicit compaction.
+    /// Between `COMPACT_START` and `COMPACT_END` of an explicit compaction (likewise).
     Compaction,
     /// Anywhere else: appends, background flushes and compactions.
     Other,

@@ -10,8 +10,6 @@
 //! - [`model`]: a property test of random operation sequences against an in-memory model.
 //! - [`regression`]: one test per storage bug found, named after the bug.
 
-#![allow(clippy::unwrap_used)]
-
 mod common;
 mod concurrency;
 mod crash;

@@ -27,7 +27,7 @@ fn spans_matching(store: &Store, t: &TenantId, preds: Vec<Predicate>) -> Vec<Spa
     decode_spans(&store.scan(&req).expect("scan"))
 }
 
-/// Found by the model test: `CompiledScan::trace_id` (storage/src/segment/scan.rs) uses
+/// Found by the model test: `CompiledScan::trace_id` (storage/src/segment/scan.rs:117) uses
 /// `find_map`, so only the first `Predicate::TraceId` of a request is evaluated; the others are
 /// silently dropped, although a request's predicates must all hold. Two different trace ids
 /// must select nothing.
@@ -83,7 +83,7 @@ fn same_point_twice() -> MetricBatch {
     }
 }
 
-/// `scan` (storage/src/store/scan.rs, `dedupe_samples` call) merges samples sharing (series,
+/// `scan` (storage/src/store/scan.rs:133, `dedupe_samples` call) merges samples sharing (series,
 /// timestamp) only when the result has more than one batch. One append holding the same point
 /// twice is one memtable batch: it is returned twice until a flush, after which the segment
 /// writer keeps only the last value. The answer must not depend on flush timing.
@@ -105,7 +105,7 @@ fn duplicate_samples_in_one_append_are_returned_twice_until_flush() {
     assert_eq!(before, after, "rows before flush vs after flush");
 }
 
-/// `dedupe_samples` (storage/src/store/scan.rs) returns early when the projection lacks
+/// `dedupe_samples` (storage/src/store/scan.rs:147-151) returns early when the projection lacks
 /// `series_id`, `timestamp` or `value`, so a projected scan returns duplicates that the full scan
 /// of the same data removes: the row count depends on the projection.
 #[test]
@@ -169,11 +169,11 @@ fn flush_overflows_on_timestamps_near_i64_min() {
     }
 }
 
-/// Compaction (storage/src/store/maintenance.rs, `PartitionKey` = tenant, signal, partition
-/// start) merges segments that share a partition start but have different partition lengths
-/// (after `partition_duration` changed between opens) and gives the result the length of the
-/// oldest input. Retention then judges the merged rows by the shorter partition and drops rows
-/// that are still inside their TTL.
+/// Compaction (storage/src/store/maintenance.rs:18 `PartitionKey` = tenant, signal, partition
+/// start; :76 takes `partition_nanos` of the oldest input) merges segments that share a partition
+/// start but have different partition lengths, as after `partition_duration` (or the new
+/// `sample_partition_duration` default, hourly to daily) changed between opens. Retention then
+/// judges the merged rows by the shorter partition and drops rows still inside their TTL.
 #[test]
 fn compaction_merges_partitions_of_different_lengths_and_retention_drops_live_rows() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -112,7 +112,8 @@ impl<'a> AttrReader<'a> {
             AttrKind::Array | AttrKind::KvList => {
                 let json: serde_json::Value = serde_json::from_str(self.str_.value(entry))
                     .map_err(|e| bad(format!("attribute JSON: {e}")))?;
-                json_to_attr(&json)
+                AttrValue::from_typed_json(&json)
+                    .ok_or_else(|| bad("attribute JSON is not a typed value"))?
             }
             AttrKind::Empty => AttrValue::Empty,
         })

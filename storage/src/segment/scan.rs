@@ -87,6 +87,10 @@ impl<'a> CompiledScan<'a> {
         };
         let mut needed: HashSet<&str> = output.iter().map(String::as_str).collect();
         needed.insert(schema::time_column(req.signal));
+        if req.signal == Signal::Samples {
+            // Samples are deduplicated across sources before projection.
+            needed.extend([col::SERIES_ID, col::TIMESTAMP, col::VALUE]);
+        }
         for p in &req.predicates {
             for c in predicate::predicate_columns(req.signal, p) {
                 needed.insert(c);
@@ -114,11 +118,15 @@ impl<'a> CompiledScan<'a> {
         })
     }
 
-    fn trace_id(&self) -> Option<TraceId> {
-        self.req.predicates.iter().find_map(|p| match p {
-            Predicate::TraceId(t) => Some(*t),
-            _ => None,
-        })
+    fn trace_ids(&self) -> Vec<TraceId> {
+        self.req
+            .predicates
+            .iter()
+            .filter_map(|p| match p {
+                Predicate::TraceId(t) => Some(*t),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Exact filter + projection of a batch holding `read_columns`. `text_rows` are the rows
@@ -153,7 +161,7 @@ impl<'a> CompiledScan<'a> {
             for m in self.matchers() {
                 masks.push(predicate::eval_matcher(batch, signal, m)?);
             }
-            if let Some(t) = self.trace_id() {
+            for t in self.trace_ids() {
                 masks.push(trace_mask(batch, &t)?);
             }
         }
@@ -177,6 +185,14 @@ impl<'a> CompiledScan<'a> {
             }
             None => batch.clone(),
         };
+        if self.req.signal == Signal::Samples {
+            return Ok(Some(filtered));
+        }
+        Ok(Some(self.project(&filtered)?))
+    }
+
+    /// Selects the output columns, in the requested order.
+    pub(crate) fn project(&self, filtered: &RecordBatch) -> Result<RecordBatch> {
         let schema = filtered.schema();
         let mut fields = Vec::with_capacity(self.output.len());
         let mut columns = Vec::with_capacity(self.output.len());
@@ -187,10 +203,10 @@ impl<'a> CompiledScan<'a> {
             fields.push(schema.field(idx).clone());
             columns.push(filtered.column(idx).clone());
         }
-        Ok(Some(RecordBatch::try_new(
+        Ok(RecordBatch::try_new(
             Arc::new(Schema::new(fields)),
             columns,
-        )?))
+        )?)
     }
 }
 
@@ -277,7 +293,7 @@ impl Segment {
             .columns()
             .iter()
             .position(|c| c.path().string() == time_col);
-        let trace = c.trace_id();
+        let traces = c.trace_ids();
         let mut selected = Vec::new();
         let mut ranges = Vec::new();
         let mut selected_rows = 0usize;
@@ -296,8 +312,8 @@ impl Segment {
                     continue;
                 }
             }
-            if let (Some(t), Some(Some(bloom))) = (trace, self.blooms.get(i))
-                && !bloom.check(&t.as_bytes()[..])
+            if let Some(Some(bloom)) = self.blooms.get(i)
+                && traces.iter().any(|t| !bloom.check(&t.as_bytes()[..]))
             {
                 continue;
             }
@@ -352,7 +368,7 @@ impl Segment {
                 selected_rows,
             ));
         }
-        if let Some(t) = trace
+        if !traces.is_empty()
             && let Ok(idx) = schema::of(req.signal).index_of(col::TRACE_ID)
         {
             let mask = ProjectionMask::roots(pschema, [idx]);
@@ -366,7 +382,11 @@ impl Segment {
                             "trace_id is not fixed-size binary".into(),
                         )
                     })?;
-                Ok(trace_eq(ids, &t))
+                let mut mask = trace_eq(ids, &traces[0]);
+                for t in &traces[1..] {
+                    mask = predicate::and_masks(&mask, &trace_eq(ids, t))?;
+                }
+                Ok(mask)
             });
             builder = builder.with_row_filter(RowFilter::new(vec![Box::new(pred)]));
         }

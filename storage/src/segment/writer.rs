@@ -40,9 +40,9 @@ pub struct SegmentWriteOptions {
 impl Default for SegmentWriteOptions {
     fn default() -> Self {
         Self {
-            row_group_rows: 32 * 1024,
+            row_group_rows: 16 * 1024,
             sample_row_group_rows: 1024 * 1024,
-            page_rows: 4 * 1024,
+            page_rows: 1024,
             zstd_level: 3,
         }
     }

@@ -31,7 +31,12 @@ pub(crate) fn partition_rows(
     let all = arrow_select::concat::concat_batches(&schema, batches)?;
     let times = segment::time_values(signal, &all)?;
     let unit = schema::time_unit_nanos(signal);
-    let part = |t: i64| t.saturating_mul(unit).div_euclid(partition_nanos) * partition_nanos;
+    // Appends refuse times outside [1970, 2262), so these products cannot overflow.
+    let part = |t: i64| {
+        t.saturating_mul(unit)
+            .div_euclid(partition_nanos)
+            .saturating_mul(partition_nanos)
+    };
     let first = times.first().map(|&t| part(t));
     if times.iter().all(|&t| Some(part(t)) == first) {
         return Ok(first.map(|p| vec![(UnixNanos(p), all)]).unwrap_or_default());

@@ -15,7 +15,9 @@ use crate::schema;
 use crate::segment::{self, Segment};
 use crate::types::{SegmentId, Signal, TenantId, UnixNanos};
 
-type PartitionKey = (TenantId, Signal, UnixNanos);
+/// Segments merge only with segments of the same partition start *and* length (the length can
+/// change between opens when the configuration does).
+type PartitionKey = (TenantId, Signal, UnixNanos, i64);
 
 /// Merges every partition that has enough small segments. Returns the number of merges.
 pub(super) fn compact(inner: &Inner) -> Result<usize> {
@@ -31,16 +33,21 @@ pub(super) fn compact(inner: &Inner) -> Result<usize> {
             for s in segs {
                 let m = s.meta();
                 if m.rows < cfg.target_rows {
-                    g.entry((m.tenant.clone(), m.signal, m.partition_start))
-                        .or_default()
-                        .push(s.clone());
+                    g.entry((
+                        m.tenant.clone(),
+                        m.signal,
+                        m.partition_start,
+                        m.partition_nanos,
+                    ))
+                    .or_default()
+                    .push(s.clone());
                 }
             }
         }
         g
     };
     let mut merges = 0;
-    for ((tenant, signal, partition_start), mut segs) in groups {
+    for ((tenant, signal, partition_start, _), mut segs) in groups {
         if segs.len() < cfg.min_segments.max(2) {
             continue;
         }

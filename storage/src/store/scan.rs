@@ -9,7 +9,6 @@ use super::Inner;
 use crate::error::{Result, StorageError};
 use crate::memtable::MemSnapshot;
 use crate::predicate::{Predicate, ScanRequest};
-use crate::schema::col;
 use crate::segment::scan::CompiledScan;
 use crate::segment::{ScanStats, Segment};
 use crate::types::Signal;
@@ -130,8 +129,14 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             }
         }
     }
-    if req.signal == Signal::Samples && result.batches.len() > 1 {
+    if req.signal == Signal::Samples {
         dedupe_samples(&mut result)?;
+        result.batches = result
+            .batches
+            .iter()
+            .map(|b| compiled.project(b))
+            .collect::<Result<_>>()?;
+        result.stats.rows_returned = result.num_rows() as u64;
     }
     Ok(result)
 }
@@ -144,12 +149,6 @@ fn dedupe_samples(result: &mut ScanResult) -> Result<()> {
         return Ok(());
     };
     let schema = first.schema();
-    if schema.index_of(col::SERIES_ID).is_err()
-        || schema.index_of(col::TIMESTAMP).is_err()
-        || schema.index_of(col::VALUE).is_err()
-    {
-        return Ok(());
-    }
     let all = arrow_select::concat::concat_batches(&schema, &result.batches)?;
     let merged = crate::segment::sort_samples(&all)?;
     result.stats.rows_returned = merged.num_rows() as u64;

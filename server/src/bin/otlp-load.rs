@@ -1,0 +1,2 @@
+//! Load generator for OTLP/HTTP ingest (see `--help`).
+fn main() {}

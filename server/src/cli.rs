@@ -1,0 +1,144 @@
+//! The command line. Every `serve` flag can also come from an environment variable
+//! (`SIGHTLINE_*`, shown in `--help`) or from the config file; flags win over the environment,
+//! which wins over the file, which wins over the built-in defaults.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Sightline: a self-hosted observability store for LLM applications.
+#[derive(Debug, Parser)]
+#[command(name = "sightline", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server: OTLP/HTTP (and the HTTP APIs) on one port, OTLP/gRPC on another.
+    ///
+    /// Listens on loopback only unless told otherwise. Stops on SIGTERM or SIGINT: stops
+    /// accepting, finishes in-flight requests, flushes and fsyncs the store, exits 0.
+    Serve(ServeArgs),
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// WAL durability policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsyncMode {
+    /// Acknowledge only after fdatasync (group commit). Never loses an acknowledged write.
+    Always,
+    /// Acknowledge after write(2), fsync every `--fsync-interval-ms` in the background.
+    Interval,
+    /// Never fsync (tests and throw-away data only).
+    Never,
+}
+
+/// Flags of `sightline serve`. `None` means "not given here": the environment, then the
+/// config file, then the default decides.
+#[derive(Debug, Default, clap::Args)]
+pub struct ServeArgs {
+    /// TOML configuration file (keys as in the flags, with `[limits]`, `[storage]` and `[log]`
+    /// tables; see server/README-ingest.md).
+    #[arg(long, env = "SIGHTLINE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Data directory (created if missing) [default: ./sightline-data].
+    #[arg(long, env = "SIGHTLINE_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Address of the HTTP listener: OTLP/HTTP (/v1/traces, /v1/metrics, /v1/logs), /metrics,
+    /// /health, /ready [default: 127.0.0.1:4318]. Use 0.0.0.0:4318 to accept remote clients.
+    #[arg(long, env = "SIGHTLINE_HTTP_ADDR", value_name = "ADDR")]
+    pub http_addr: Option<SocketAddr>,
+
+    /// Address of the OTLP/gRPC listener [default: 127.0.0.1:4317].
+    #[arg(long, env = "SIGHTLINE_GRPC_ADDR", value_name = "ADDR")]
+    pub grpc_addr: Option<SocketAddr>,
+
+    /// Bearer tokens file: one `TOKEN TENANT` pair per line, `#` starts a comment. When given,
+    /// every request needs `Authorization: Bearer TOKEN` (401 otherwise) and the token picks
+    /// the tenant. Without it auth is off and `X-Scope-OrgID` picks the tenant (`default`
+    /// when absent).
+    #[arg(long, env = "SIGHTLINE_AUTH_TOKENS_FILE", value_name = "FILE")]
+    pub auth_tokens_file: Option<PathBuf>,
+
+    /// Log format [default: text].
+    #[arg(long, env = "SIGHTLINE_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+
+    /// Log filter, in `tracing-subscriber` EnvFilter syntax [default: info].
+    #[arg(long, env = "SIGHTLINE_LOG_LEVEL", value_name = "FILTER")]
+    pub log_level: Option<String>,
+
+    /// Largest request body on the wire, in bytes [default: 16777216].
+    #[arg(long, env = "SIGHTLINE_MAX_BODY_BYTES", value_name = "BYTES")]
+    pub max_body_bytes: Option<usize>,
+
+    /// Largest request body after gzip decompression, in bytes [default: 67108864].
+    #[arg(long, env = "SIGHTLINE_MAX_DECOMPRESSED_BYTES", value_name = "BYTES")]
+    pub max_decompressed_bytes: Option<usize>,
+
+    /// Most spans / log records / data points per request [default: 100000].
+    #[arg(long, env = "SIGHTLINE_MAX_ITEMS_PER_REQUEST", value_name = "N")]
+    pub max_items_per_request: Option<usize>,
+
+    /// Most attributes per resource, scope, span, event, link, log record or data point; an
+    /// item over it is rejected (counted in partial_success) [default: 1024].
+    #[arg(long, env = "SIGHTLINE_MAX_ATTRIBUTES_PER_ITEM", value_name = "N")]
+    pub max_attributes_per_item: Option<usize>,
+
+    /// Longest string or bytes attribute value (and log body), in bytes; an item over it is
+    /// rejected [default: 262144].
+    #[arg(
+        long,
+        env = "SIGHTLINE_MAX_ATTRIBUTE_VALUE_BYTES",
+        value_name = "BYTES"
+    )]
+    pub max_attribute_value_bytes: Option<usize>,
+
+    /// Reject items whose timestamps are more than this many seconds ahead of the server
+    /// clock [default: 3600].
+    #[arg(long, env = "SIGHTLINE_MAX_FUTURE_SKEW_SECS", value_name = "SECS")]
+    pub max_future_skew_secs: Option<u64>,
+
+    /// Most export requests processed at once; more get 429 / RESOURCE_EXHAUSTED with a retry
+    /// hint [default: 1024].
+    #[arg(long, env = "SIGHTLINE_MAX_INFLIGHT_REQUESTS", value_name = "N")]
+    pub max_inflight_requests: Option<usize>,
+
+    /// Most metric series per tenant [default: 1000000].
+    #[arg(long, env = "SIGHTLINE_MAX_SERIES_PER_TENANT", value_name = "N")]
+    pub max_series_per_tenant: Option<usize>,
+
+    /// Memory for unflushed data of all tenants; past it ingest answers 503 + Retry-After
+    /// [default: 1073741824].
+    #[arg(long, env = "SIGHTLINE_MEMORY_BUDGET_BYTES", value_name = "BYTES")]
+    pub memory_budget_bytes: Option<usize>,
+
+    /// WAL durability [default: always].
+    #[arg(long, env = "SIGHTLINE_FSYNC", value_enum)]
+    pub fsync: Option<FsyncMode>,
+
+    /// Background fsync period with `--fsync interval` [default: 100].
+    #[arg(long, env = "SIGHTLINE_FSYNC_INTERVAL_MS", value_name = "MS")]
+    pub fsync_interval_ms: Option<u64>,
+
+    /// How long shutdown waits for in-flight requests before flushing anyway [default: 30].
+    #[arg(long, env = "SIGHTLINE_SHUTDOWN_TIMEOUT_SECS", value_name = "SECS")]
+    pub shutdown_timeout_secs: Option<u64>,
+}

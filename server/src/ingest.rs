@@ -1,0 +1,241 @@
+//! The ingest pipeline shared by OTLP/HTTP and OTLP/gRPC: admission (in-flight limit),
+//! decode, item-count limit, mapping, and the durable store append, run on the blocking
+//! thread pool (the append waits for the WAL fsync). Returns what the protocol responses
+//! need: accepted and rejected counts and the partial-success message.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use sightline_storage::{Store, TenantId};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::auth::Auth;
+use crate::error::IngestError;
+use crate::limits::Limits;
+use crate::otlp::{self, MapContext, Mapped, SignalKind};
+use crate::telemetry::{Telemetry, Transport};
+
+/// A decoded export request of any signal.
+#[derive(Debug)]
+pub enum ExportRequest {
+    /// Spans.
+    Traces(ExportTraceServiceRequest),
+    /// Metrics.
+    Metrics(ExportMetricsServiceRequest),
+    /// Logs.
+    Logs(ExportLogsServiceRequest),
+}
+
+impl ExportRequest {
+    /// The request's signal.
+    pub fn signal(&self) -> SignalKind {
+        match self {
+            Self::Traces(_) => SignalKind::Traces,
+            Self::Metrics(_) => SignalKind::Metrics,
+            Self::Logs(_) => SignalKind::Logs,
+        }
+    }
+}
+
+/// What happened to an accepted request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Items stored.
+    pub accepted: u64,
+    /// Items rejected (partial success).
+    pub rejected: u64,
+    /// Why, for the partial-success `error_message` (empty when nothing was rejected).
+    pub message: String,
+}
+
+/// Shared state of the ingest path.
+pub struct Ingest {
+    store: Arc<Store>,
+    limits: Limits,
+    auth: Auth,
+    telemetry: Arc<Telemetry>,
+    inflight: Arc<Semaphore>,
+    shutting_down: AtomicBool,
+}
+
+impl std::fmt::Debug for Ingest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ingest")
+            .field("limits", &self.limits)
+            .field("auth", &self.auth.enabled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long clients are asked to wait when the in-flight limit is reached.
+const BUSY_RETRY: Duration = Duration::from_secs(1);
+
+impl Ingest {
+    /// A pipeline writing to `store`.
+    pub fn new(store: Arc<Store>, limits: Limits, auth: Auth, telemetry: Arc<Telemetry>) -> Self {
+        let permits = limits.max_inflight_requests;
+        Self {
+            store,
+            limits,
+            auth,
+            telemetry,
+            inflight: Arc::new(Semaphore::new(permits)),
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The server's counters.
+    pub fn telemetry(&self) -> &Arc<Telemetry> {
+        &self.telemetry
+    }
+
+    /// Marks the server as shutting down (`/ready` answers 503 from then on).
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// The tenant of a request (see [`crate::auth`]).
+    pub fn tenant(
+        &self,
+        authorization: Option<&[u8]>,
+        org_id: Option<&[u8]>,
+    ) -> Result<TenantId, IngestError> {
+        self.auth.tenant(authorization, org_id)
+    }
+
+    /// Takes an in-flight slot, or refuses with [`IngestError::Busy`].
+    pub fn admit(&self) -> Result<OwnedSemaphorePermit, IngestError> {
+        self.inflight
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| IngestError::Busy {
+                retry_after: BUSY_RETRY,
+            })
+    }
+
+    /// Records a request refused before reaching [`Ingest::export`] (auth, size, media type).
+    pub fn refused(&self, signal: SignalKind, transport: Transport, e: &IngestError) {
+        self.telemetry.rejected(signal, e.reason(), 1);
+        self.telemetry
+            .request(signal, transport, e.reason(), Duration::ZERO);
+    }
+
+    /// Runs `decode` and then maps and stores the request, all on the blocking pool.
+    pub async fn export<F>(
+        self: &Arc<Self>,
+        signal: SignalKind,
+        transport: Transport,
+        tenant: TenantId,
+        decode: F,
+    ) -> Result<Outcome, IngestError>
+    where
+        F: FnOnce() -> Result<ExportRequest, IngestError> + Send + 'static,
+    {
+        let started = Instant::now();
+        let this = Arc::clone(self);
+        let result = tokio::task::spawn_blocking(move || {
+            let req = decode()?;
+            this.process(&tenant, req)
+        })
+        .await
+        .unwrap_or_else(|e| Err(IngestError::Internal(format!("ingest task failed: {e}"))));
+        let elapsed = started.elapsed();
+        match &result {
+            Ok(o) => {
+                let outcome = if o.rejected > 0 { "partial" } else { "ok" };
+                self.telemetry.accepted(signal, transport, o.accepted);
+                self.telemetry.request(signal, transport, outcome, elapsed);
+            }
+            Err(e) => {
+                if !matches!(e, IngestError::AllRejected { .. }) {
+                    self.telemetry.rejected(signal, e.reason(), 1);
+                }
+                self.telemetry
+                    .request(signal, transport, e.reason(), elapsed);
+                tracing::debug!(signal = signal.as_str(), transport = transport.as_str(), error = %e, "export refused");
+            }
+        }
+        result
+    }
+
+    fn check_items(&self, n: usize) -> Result<(), IngestError> {
+        if n > self.limits.max_items_per_request {
+            return Err(IngestError::TooLarge(format!(
+                "{n} items in one request, over the limit of {}",
+                self.limits.max_items_per_request
+            )));
+        }
+        Ok(())
+    }
+
+    fn finish<T>(&self, signal: SignalKind, mapped: &Mapped<T>) -> Result<(), IngestError> {
+        for (reason, n) in &mapped.reasons {
+            self.telemetry.rejected(signal, reason.as_str(), *n);
+        }
+        if mapped.accepted == 0 && mapped.rejected > 0 {
+            return Err(IngestError::AllRejected {
+                rejected: mapped.rejected,
+                message: mapped.error_message(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Maps and stores a decoded request (blocking: waits for the WAL fsync).
+    pub fn process(&self, tenant: &TenantId, req: ExportRequest) -> Result<Outcome, IngestError> {
+        let ctx = MapContext::now(&self.limits);
+        let signal = req.signal();
+        let (accepted, rejected, message) = match req {
+            ExportRequest::Traces(r) => {
+                self.check_items(otlp::traces::count_spans(&r))?;
+                let (mapped, q) = otlp::traces::map_traces(&r, &ctx);
+                drop(r);
+                self.telemetry
+                    .quality(q.logprobs, q.logprobs_errors, q.hallucination);
+                self.finish(signal, &mapped)?;
+                self.store.append_spans(tenant, &mapped.rows)?;
+                (mapped.accepted, mapped.rejected, mapped.error_message())
+            }
+            ExportRequest::Metrics(r) => {
+                self.check_items(otlp::metrics::count_points(&r))?;
+                let mapped = otlp::metrics::map_metrics(&r, &ctx);
+                drop(r);
+                self.finish(signal, &mapped)?;
+                self.store.append_metrics(tenant, &mapped.rows)?;
+                (mapped.accepted, mapped.rejected, mapped.error_message())
+            }
+            ExportRequest::Logs(r) => {
+                self.check_items(otlp::logs::count_logs(&r))?;
+                let mapped = otlp::logs::map_logs(&r, &ctx);
+                drop(r);
+                self.finish(signal, &mapped)?;
+                self.store.append_logs(tenant, &mapped.rows)?;
+                (mapped.accepted, mapped.rejected, mapped.error_message())
+            }
+        };
+        Ok(Outcome {
+            accepted,
+            rejected,
+            message: if rejected > 0 { message } else { String::new() },
+        })
+    }
+}

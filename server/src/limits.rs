@@ -1,0 +1,81 @@
+//! Limits on everything a client can make the server hold or compute. Each has a default, a
+//! key in the `[limits]` table of the config file and a `--max-*` flag.
+//!
+//! | limit | default | over it |
+//! |---|---|---|
+//! | `max_body_bytes` (wire, maybe compressed) | 16 MiB | 413 / gRPC `RESOURCE_EXHAUSTED` |
+//! | `max_decompressed_bytes` | 64 MiB | 413 (stream-decompressed, stops at the cap) |
+//! | `max_items_per_request` (spans, logs or data points) | 100,000 | 413 |
+//! | `max_attributes_per_item` (resource, scope, span, event, link, log, point) | 1,024 | item rejected |
+//! | `max_attribute_value_bytes` (each string / bytes value, nested ones too) | 256 KiB | item rejected |
+//! | `max_attribute_depth` (nesting of arrays / maps) | 16 | item rejected |
+//! | `max_future_skew_secs` (timestamps ahead of the server clock) | 3,600 | item rejected |
+//! | `max_inflight_requests` (export requests being processed) | 1,024 | 429 / `RESOURCE_EXHAUSTED` + retry |
+//! | `max_series_per_tenant` (storage) | 1,000,000 | 400 |
+
+use serde::{Deserialize, Serialize};
+
+/// The limits in force (see the module table).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Largest request body on the wire, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest body after gzip decompression, in bytes.
+    pub max_decompressed_bytes: usize,
+    /// Most spans, log records or metric data points in one request.
+    pub max_items_per_request: usize,
+    /// Most attributes on one resource, scope, span, event, link, log record or data point.
+    pub max_attributes_per_item: usize,
+    /// Longest string or bytes attribute value (and log body), in bytes.
+    pub max_attribute_value_bytes: usize,
+    /// Deepest nesting of array / key-value-list values.
+    pub max_attribute_depth: usize,
+    /// How far in the future a timestamp may be, in seconds.
+    pub max_future_skew_secs: u64,
+    /// Most export requests processed at once (both transports together).
+    pub max_inflight_requests: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 16 << 20,
+            max_decompressed_bytes: 64 << 20,
+            max_items_per_request: 100_000,
+            max_attributes_per_item: 1024,
+            max_attribute_value_bytes: 256 << 10,
+            max_attribute_depth: 16,
+            max_future_skew_secs: 3600,
+            max_inflight_requests: 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// Checks that every limit is usable.
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
+        let positive = [
+            ("max_body_bytes", self.max_body_bytes),
+            ("max_decompressed_bytes", self.max_decompressed_bytes),
+            ("max_items_per_request", self.max_items_per_request),
+            ("max_attributes_per_item", self.max_attributes_per_item),
+            ("max_attribute_value_bytes", self.max_attribute_value_bytes),
+            ("max_attribute_depth", self.max_attribute_depth),
+            ("max_inflight_requests", self.max_inflight_requests),
+        ];
+        for (name, v) in positive {
+            if v == 0 {
+                return Err(crate::ConfigError::Invalid(format!(
+                    "limits.{name} must be positive"
+                )));
+            }
+        }
+        if self.max_decompressed_bytes < self.max_body_bytes {
+            return Err(crate::ConfigError::Invalid(
+                "limits.max_decompressed_bytes must be at least limits.max_body_bytes".into(),
+            ));
+        }
+        Ok(())
+    }
+}

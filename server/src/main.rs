@@ -1,0 +1,24 @@
+//! The `sightline` binary: parses the command line and runs the server (see the
+//! `sightline_server` library for everything else).
+
+use anyhow::Context as _;
+use clap::Parser as _;
+use sightline_server::cli::{Cli, Command};
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => {
+            let config = sightline_server::Config::resolve(&args).context("configuration")?;
+            sightline_server::telemetry::init_logging(&config.log)
+                .context("initialising logging")?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("sightline")
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(sightline_server::serve::run(config))?;
+            Ok(())
+        }
+    }
+}

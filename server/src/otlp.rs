@@ -1,0 +1,274 @@
+//! OTLP decoding (protobuf, JSON, gzip) and the mapping of OTLP messages onto storage rows.
+//!
+//! Each signal has a `decode_*` function (bytes to the protobuf message, whichever the wire
+//! encoding) and a `map_*` function in its module (message to rows, with per-item rejections).
+//! Both are pure and never panic on any input, which the fuzz targets in `server/fuzz` check.
+
+pub mod attributes;
+pub mod genai;
+pub mod json;
+pub mod logs;
+pub mod metrics;
+pub mod traces;
+
+use std::io::Read as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message as _;
+use sightline_storage::UnixNanos;
+
+use crate::error::IngestError;
+use crate::limits::Limits;
+
+/// How a request body is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// `application/x-protobuf`.
+    Protobuf,
+    /// `application/json` (OTLP/JSON: hex ids, lowerCamelCase, integer enums).
+    Json,
+}
+
+/// The three OTLP signals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SignalKind {
+    /// Spans.
+    Traces,
+    /// Metric data points.
+    Metrics,
+    /// Log records.
+    Logs,
+}
+
+impl SignalKind {
+    /// Lowercase name, used in metrics labels and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Traces => "traces",
+            Self::Metrics => "metrics",
+            Self::Logs => "logs",
+        }
+    }
+}
+
+/// Why one item (span, log record, data point) was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RejectReason {
+    /// Trace or span id of the wrong length or all zeros.
+    InvalidId,
+    /// Timestamp zero, beyond year 2262, too far in the future, or end before start.
+    InvalidTimestamp,
+    /// More attributes than `max_attributes_per_item`.
+    TooManyAttributes,
+    /// A string/bytes value longer than `max_attribute_value_bytes`.
+    ValueTooLong,
+    /// Values nested deeper than `max_attribute_depth`.
+    TooDeep,
+    /// A data point without a value, or an inconsistent histogram.
+    InvalidValue,
+}
+
+impl RejectReason {
+    /// Label used in the server's own metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidId => "invalid_id",
+            Self::InvalidTimestamp => "invalid_timestamp",
+            Self::TooManyAttributes => "too_many_attributes",
+            Self::ValueTooLong => "value_too_long",
+            Self::TooDeep => "too_deep",
+            Self::InvalidValue => "invalid_value",
+        }
+    }
+}
+
+/// One rejected item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemError {
+    /// Category.
+    pub reason: RejectReason,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl ItemError {
+    /// A new item error.
+    pub fn new(reason: RejectReason, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// Most distinct item error messages kept for the response.
+const MAX_MESSAGES: usize = 5;
+
+/// Rows mapped from one request plus what was rejected.
+#[derive(Debug, Default)]
+pub struct Mapped<T> {
+    /// The accepted rows.
+    pub rows: T,
+    /// Items accepted (spans, log records, data points).
+    pub accepted: u64,
+    /// Items rejected.
+    pub rejected: u64,
+    /// Rejections per reason.
+    pub reasons: Vec<(RejectReason, u64)>,
+    /// The first few rejection messages.
+    pub messages: Vec<String>,
+}
+
+impl<T> Mapped<T> {
+    /// Records a rejected item.
+    pub fn reject(&mut self, e: ItemError) {
+        self.rejected += 1;
+        match self.reasons.iter_mut().find(|(r, _)| *r == e.reason) {
+            Some((_, n)) => *n += 1,
+            None => self.reasons.push((e.reason, 1)),
+        }
+        if self.messages.len() < MAX_MESSAGES {
+            self.messages.push(e.message);
+        }
+    }
+
+    /// The `error_message` of a partial-success response.
+    pub fn error_message(&self) -> String {
+        let mut m = self.messages.join("; ");
+        if self.rejected > self.messages.len() as u64 {
+            m.push_str(&format!(
+                " (and {} more)",
+                self.rejected - self.messages.len() as u64
+            ));
+        }
+        m
+    }
+}
+
+/// What mapping needs besides the message: limits and the server clock.
+#[derive(Clone, Debug)]
+pub struct MapContext {
+    /// Limits in force.
+    pub limits: Limits,
+    /// The server's current time (receive time).
+    pub now: UnixNanos,
+}
+
+impl MapContext {
+    /// A context with the current wall-clock time.
+    pub fn now(limits: &Limits) -> Self {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        Self {
+            limits: limits.clone(),
+            now: UnixNanos(now),
+        }
+    }
+
+    /// Latest acceptable timestamp.
+    pub fn max_time(&self) -> UnixNanos {
+        let skew = i64::try_from(self.limits.max_future_skew_secs)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(UnixNanos::PER_SEC);
+        self.now.saturating_add(skew)
+    }
+
+    /// Validates a required OTLP timestamp (`what` names it in messages).
+    pub fn timestamp(&self, what: &str, nanos: u64) -> Result<UnixNanos, ItemError> {
+        if nanos == 0 {
+            return Err(ItemError::new(
+                RejectReason::InvalidTimestamp,
+                format!("{what} is zero"),
+            ));
+        }
+        let t = UnixNanos::from_otlp(nanos)
+            .map_err(|e| ItemError::new(RejectReason::InvalidTimestamp, format!("{what}: {e}")))?;
+        if t > self.max_time() {
+            return Err(ItemError::new(
+                RejectReason::InvalidTimestamp,
+                format!(
+                    "{what} {nanos} is more than {} s in the future",
+                    self.limits.max_future_skew_secs
+                ),
+            ));
+        }
+        Ok(t)
+    }
+}
+
+/// Decompresses a gzip body, refusing to produce more than `limit` bytes (gzip bombs).
+pub fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, IngestError> {
+    let decoder = flate2::read::MultiGzDecoder::new(body);
+    let mut out = Vec::with_capacity(body.len().saturating_mul(4).min(limit));
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    decoder
+        .take(cap)
+        .read_to_end(&mut out)
+        .map_err(|e| IngestError::Malformed(format!("invalid gzip body: {e}")))?;
+    if out.len() > limit {
+        return Err(IngestError::TooLarge(format!(
+            "decompressed body exceeds the limit of {limit} bytes"
+        )));
+    }
+    Ok(out)
+}
+
+fn proto_error(what: &str, e: prost::DecodeError) -> IngestError {
+    IngestError::Malformed(format!("invalid protobuf {what}: {e}"))
+}
+
+/// Decodes an `ExportTraceServiceRequest`.
+pub fn decode_traces(body: &[u8], enc: Encoding) -> Result<ExportTraceServiceRequest, IngestError> {
+    match enc {
+        Encoding::Protobuf => ExportTraceServiceRequest::decode(body)
+            .map_err(|e| proto_error("ExportTraceServiceRequest", e)),
+        Encoding::Json => json::decode(body, "ExportTraceServiceRequest"),
+    }
+}
+
+/// Decodes an `ExportMetricsServiceRequest`.
+pub fn decode_metrics(
+    body: &[u8],
+    enc: Encoding,
+) -> Result<ExportMetricsServiceRequest, IngestError> {
+    match enc {
+        Encoding::Protobuf => ExportMetricsServiceRequest::decode(body)
+            .map_err(|e| proto_error("ExportMetricsServiceRequest", e)),
+        Encoding::Json => json::decode(body, "ExportMetricsServiceRequest"),
+    }
+}
+
+/// Decodes an `ExportLogsServiceRequest`.
+pub fn decode_logs(body: &[u8], enc: Encoding) -> Result<ExportLogsServiceRequest, IngestError> {
+    match enc {
+        Encoding::Protobuf => ExportLogsServiceRequest::decode(body)
+            .map_err(|e| proto_error("ExportLogsServiceRequest", e)),
+        Encoding::Json => json::decode(body, "ExportLogsServiceRequest"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gunzip_caps_output() {
+        use std::io::Write as _;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(&vec![0u8; 1 << 20])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let gz = enc.finish().unwrap_or_else(|e| panic!("{e}"));
+        assert!(gz.len() < 10_000);
+        assert!(matches!(gunzip(&gz, 1000), Err(IngestError::TooLarge(_))));
+        assert_eq!(gunzip(&gz, 1 << 20).map(|v| v.len()), Ok(1 << 20));
+        assert!(matches!(
+            gunzip(b"not gzip", 100),
+            Err(IngestError::Malformed(_))
+        ));
+    }
+}

@@ -1,0 +1,256 @@
+//! OTLP `AnyValue` / `KeyValue` to storage [`AttrValue`]s, with the per-item limits (count,
+//! value length, nesting depth), and the resource's `service.name`.
+//!
+//! Duplicate keys (forbidden by OTLP) keep the last value, as a map insert would. An absent
+//! `AnyValue` becomes [`AttrValue::Empty`]. Nothing is truncated: an item over a limit is
+//! rejected as a whole, so what is stored is always exactly what was sent.
+
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use sightline_storage::{AttrValue, Attributes};
+
+use super::{ItemError, RejectReason};
+use crate::limits::Limits;
+
+/// `service.name` used when a resource has none (as the OpenTelemetry SDKs' fallback).
+pub const UNKNOWN_SERVICE: &str = "unknown_service";
+
+fn check_len(len: usize, key: &str, limits: &Limits) -> Result<(), ItemError> {
+    if len > limits.max_attribute_value_bytes {
+        return Err(ItemError::new(
+            RejectReason::ValueTooLong,
+            format!(
+                "value of {key:?} is {len} bytes, over the limit of {}",
+                limits.max_attribute_value_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Converts one value; `key` names it in error messages.
+pub fn convert_value(
+    v: Option<&AnyValue>,
+    key: &str,
+    limits: &Limits,
+    depth: usize,
+) -> Result<AttrValue, ItemError> {
+    if depth > limits.max_attribute_depth {
+        return Err(ItemError::new(
+            RejectReason::TooDeep,
+            format!(
+                "value of {key:?} nests deeper than {}",
+                limits.max_attribute_depth
+            ),
+        ));
+    }
+    let Some(value) = v.and_then(|v| v.value.as_ref()) else {
+        return Ok(AttrValue::Empty);
+    };
+    Ok(match value {
+        Value::StringValue(s) => {
+            check_len(s.len(), key, limits)?;
+            AttrValue::Str(s.clone())
+        }
+        Value::BoolValue(b) => AttrValue::Bool(*b),
+        Value::IntValue(i) => AttrValue::Int(*i),
+        Value::DoubleValue(d) => AttrValue::Double(*d),
+        Value::BytesValue(b) => {
+            check_len(b.len(), key, limits)?;
+            AttrValue::Bytes(b.clone())
+        }
+        Value::ArrayValue(a) => {
+            if a.values.len() > limits.max_attributes_per_item {
+                return Err(ItemError::new(
+                    RejectReason::TooManyAttributes,
+                    format!(
+                        "array {key:?} has {} elements, over the limit of {}",
+                        a.values.len(),
+                        limits.max_attributes_per_item
+                    ),
+                ));
+            }
+            let mut out = Vec::with_capacity(a.values.len());
+            for item in &a.values {
+                out.push(convert_value(Some(item), key, limits, depth + 1)?);
+            }
+            AttrValue::Array(out)
+        }
+        Value::KvlistValue(kv) => AttrValue::KvList(convert_list(&kv.values, limits, depth + 1)?),
+    })
+}
+
+fn convert_list(kvs: &[KeyValue], limits: &Limits, depth: usize) -> Result<Attributes, ItemError> {
+    if kvs.len() > limits.max_attributes_per_item {
+        return Err(ItemError::new(
+            RejectReason::TooManyAttributes,
+            format!(
+                "{} attributes, over the limit of {}",
+                kvs.len(),
+                limits.max_attributes_per_item
+            ),
+        ));
+    }
+    let mut out: Attributes = Vec::with_capacity(kvs.len());
+    for kv in kvs {
+        check_len(kv.key.len(), "attribute key", limits)?;
+        let v = convert_value(kv.value.as_ref(), &kv.key, limits, depth)?;
+        // Keys are unique by the OTLP rules; when a client breaks them, the last value wins.
+        if let Some(slot) = out.iter_mut().find(|(k, _)| *k == kv.key) {
+            slot.1 = v;
+        } else {
+            out.push((kv.key.clone(), v));
+        }
+    }
+    Ok(out)
+}
+
+/// Converts an attribute list.
+pub fn convert_attributes(kvs: &[KeyValue], limits: &Limits) -> Result<Attributes, ItemError> {
+    if kvs.len() <= 8 {
+        return convert_list(kvs, limits, 0);
+    }
+    // Many keys: dedupe with a hash set instead of the quadratic scan.
+    if kvs.len() > limits.max_attributes_per_item {
+        return convert_list(kvs, limits, 0);
+    }
+    let mut out: Attributes = Vec::with_capacity(kvs.len());
+    let mut index: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(kvs.len());
+    for kv in kvs {
+        check_len(kv.key.len(), "attribute key", limits)?;
+        let v = convert_value(kv.value.as_ref(), &kv.key, limits, 0)?;
+        match index.get(kv.key.as_str()) {
+            Some(&i) => out[i].1 = v,
+            None => {
+                index.insert(kv.key.as_str(), out.len());
+                out.push((kv.key.clone(), v));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A resource: its `service.name` and its other attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceInfo {
+    /// `service.name` (string values only; [`UNKNOWN_SERVICE`] when absent).
+    pub service_name: String,
+    /// Attributes other than a string `service.name` (a non-string one is kept here).
+    pub attributes: Attributes,
+}
+
+/// Converts a resource.
+pub fn convert_resource(r: Option<&Resource>, limits: &Limits) -> Result<ResourceInfo, ItemError> {
+    let mut attributes = match r {
+        Some(r) => convert_attributes(&r.attributes, limits)?,
+        None => Vec::new(),
+    };
+    let mut service_name = UNKNOWN_SERVICE.to_owned();
+    if let Some(i) = attributes
+        .iter()
+        .position(|(k, v)| k == "service.name" && matches!(v, AttrValue::Str(_)))
+        && let (_, AttrValue::Str(s)) = attributes.remove(i)
+    {
+        service_name = s;
+    }
+    Ok(ResourceInfo {
+        service_name,
+        attributes,
+    })
+}
+
+/// Validates the attribute list of a scope (kept only as name/version).
+pub fn check_scope_attributes(kvs: &[KeyValue], limits: &Limits) -> Result<(), ItemError> {
+    convert_attributes(kvs, limits).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::common::v1::{ArrayValue, KeyValueList};
+
+    fn kv(k: &str, v: Value) -> KeyValue {
+        KeyValue {
+            key: k.into(),
+            value: Some(AnyValue { value: Some(v) }),
+        }
+    }
+
+    #[test]
+    fn converts_every_kind() {
+        let limits = Limits::default();
+        let attrs = vec![
+            kv("s", Value::StringValue("x".into())),
+            kv("i", Value::IntValue(-1)),
+            kv("d", Value::DoubleValue(0.5)),
+            kv("b", Value::BoolValue(true)),
+            kv("y", Value::BytesValue(vec![1, 2])),
+            kv(
+                "a",
+                Value::ArrayValue(ArrayValue {
+                    values: vec![AnyValue {
+                        value: Some(Value::IntValue(1)),
+                    }],
+                }),
+            ),
+            kv(
+                "m",
+                Value::KvlistValue(KeyValueList {
+                    values: vec![kv("k", Value::StringValue("v".into()))],
+                }),
+            ),
+            KeyValue {
+                key: "e".into(),
+                value: None,
+            },
+            kv("s", Value::StringValue("last".into())),
+        ];
+        let out = convert_attributes(&attrs, &limits).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(out.len(), 8);
+        assert_eq!(out[0], ("s".into(), AttrValue::Str("last".into())));
+        assert_eq!(
+            out[6].1,
+            AttrValue::KvList(vec![("k".into(), AttrValue::Str("v".into()))])
+        );
+        assert_eq!(out[7].1, AttrValue::Empty);
+    }
+
+    #[test]
+    fn limits_reject() {
+        let limits = Limits {
+            max_attributes_per_item: 2,
+            max_attribute_value_bytes: 3,
+            max_attribute_depth: 1,
+            ..Limits::default()
+        };
+        let too_many: Vec<KeyValue> = (0..3)
+            .map(|i| kv(&format!("k{i}"), Value::IntValue(i)))
+            .collect();
+        assert_eq!(
+            convert_attributes(&too_many, &limits).map_err(|e| e.reason),
+            Err(RejectReason::TooManyAttributes)
+        );
+        let long = vec![kv("k", Value::StringValue("abcd".into()))];
+        assert_eq!(
+            convert_attributes(&long, &limits).map_err(|e| e.reason),
+            Err(RejectReason::ValueTooLong)
+        );
+        let mut v = AnyValue {
+            value: Some(Value::IntValue(1)),
+        };
+        for _ in 0..3 {
+            v = AnyValue {
+                value: Some(Value::ArrayValue(ArrayValue { values: vec![v] })),
+            };
+        }
+        let deep = vec![KeyValue {
+            key: "k".into(),
+            value: Some(v),
+        }];
+        assert_eq!(
+            convert_attributes(&deep, &limits).map_err(|e| e.reason),
+            Err(RejectReason::TooDeep)
+        );
+    }
+}

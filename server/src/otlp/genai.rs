@@ -1,0 +1,482 @@
+//! GenAI semantic conventions (v1.37 to v1.41) promoted to [`GenAiFields`], and the quality
+//! fields computed at ingest ([`QualityFields`]) with `sightline_detect`.
+//!
+//! ## Promotion
+//!
+//! | column | canonical key | aliases (lower rank first) |
+//! |---|---|---|
+//! | operation_name | `gen_ai.operation.name` | |
+//! | provider_name | `gen_ai.provider.name` | `gen_ai.system` (deprecated), `llm.provider` (OpenInference) |
+//! | request_model | `gen_ai.request.model` | `llm.model_name` (OpenInference) |
+//! | response_model | `gen_ai.response.model` | |
+//! | input_tokens | `gen_ai.usage.input_tokens` | `gen_ai.usage.prompt_tokens` (deprecated), `llm.token_count.prompt` |
+//! | output_tokens | `gen_ai.usage.output_tokens` | `gen_ai.usage.completion_tokens` (deprecated), `llm.token_count.completion` |
+//! | total_tokens | `gen_ai.usage.total_tokens` (de-facto) | `llm.token_count.total` |
+//! | cache_read_input_tokens | `gen_ai.usage.cache_read.input_tokens` | `gen_ai.usage.cache_read_input_tokens`, `llm.token_count.prompt_details.cache_read` |
+//! | cost | `gen_ai.usage.cost` (de-facto) | `llm.cost.total` |
+//! | temperature | `gen_ai.request.temperature` | |
+//! | finish_reasons | `gen_ai.response.finish_reasons` | |
+//! | conversation_id | `gen_ai.conversation.id` | |
+//!
+//! The canonical key wins over aliases. A canonical attribute is removed from the generic
+//! attribute list only when its value had exactly the column's type (string, int, double,
+//! array of strings), so reading the column back gives the attribute back. Aliases and
+//! converted values (`"42"` for a token count, an int temperature) fill the column and stay
+//! in the attribute list as sent. Nothing is ever dropped.
+
+use sightline_detect::entropy::{UncertaintyOptions, response_uncertainty};
+use sightline_detect::hallucination::{
+    HallucinationOptions, RetrievedDocument, hallucination_index_parts,
+};
+use sightline_detect::logprobs::parse_logprobs;
+use sightline_storage::{AttrValue, Attributes, GenAiFields, QualityFields, SpanEvent};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Target {
+    Operation,
+    Provider,
+    RequestModel,
+    ResponseModel,
+    Input,
+    Output,
+    Total,
+    CacheRead,
+    Cost,
+    Temperature,
+    FinishReasons,
+    Conversation,
+}
+
+/// `(key, column, rank)`; rank 0 is the canonical key.
+const KEYS: &[(&str, Target, u8)] = &[
+    ("gen_ai.operation.name", Target::Operation, 0),
+    ("gen_ai.provider.name", Target::Provider, 0),
+    ("gen_ai.system", Target::Provider, 1),
+    ("llm.provider", Target::Provider, 2),
+    ("gen_ai.request.model", Target::RequestModel, 0),
+    ("llm.model_name", Target::RequestModel, 2),
+    ("gen_ai.response.model", Target::ResponseModel, 0),
+    ("gen_ai.usage.input_tokens", Target::Input, 0),
+    ("gen_ai.usage.prompt_tokens", Target::Input, 1),
+    ("llm.token_count.prompt", Target::Input, 2),
+    ("gen_ai.usage.output_tokens", Target::Output, 0),
+    ("gen_ai.usage.completion_tokens", Target::Output, 1),
+    ("llm.token_count.completion", Target::Output, 2),
+    ("gen_ai.usage.total_tokens", Target::Total, 0),
+    ("llm.token_count.total", Target::Total, 2),
+    ("gen_ai.usage.cache_read.input_tokens", Target::CacheRead, 0),
+    ("gen_ai.usage.cache_read_input_tokens", Target::CacheRead, 1),
+    (
+        "llm.token_count.prompt_details.cache_read",
+        Target::CacheRead,
+        2,
+    ),
+    ("gen_ai.usage.cost", Target::Cost, 0),
+    ("llm.cost.total", Target::Cost, 2),
+    ("gen_ai.request.temperature", Target::Temperature, 0),
+    ("gen_ai.response.finish_reasons", Target::FinishReasons, 0),
+    ("gen_ai.conversation.id", Target::Conversation, 0),
+];
+
+enum Typed {
+    Str(String),
+    Int(i64),
+    Double(f64),
+    Strings(Vec<String>),
+}
+
+/// Converts `v` to the column's type; the flag says whether it already had that type.
+fn convert(target: Target, v: &AttrValue) -> Option<(Typed, bool)> {
+    use Target as T;
+    match target {
+        T::Operation | T::Provider | T::RequestModel | T::ResponseModel | T::Conversation => {
+            match v {
+                AttrValue::Str(s) => Some((Typed::Str(s.clone()), true)),
+                AttrValue::Int(_) | AttrValue::Double(_) | AttrValue::Bool(_) => {
+                    Some((Typed::Str(v.render()), false))
+                }
+                _ => None,
+            }
+        }
+        T::Input | T::Output | T::Total | T::CacheRead => match v {
+            AttrValue::Int(i) => Some((Typed::Int(*i), true)),
+            AttrValue::Double(d) if d.is_finite() && d.fract() == 0.0 && d.abs() < 9.0e15 => {
+                Some((Typed::Int(*d as i64), false))
+            }
+            AttrValue::Str(s) => s.trim().parse().ok().map(|i| (Typed::Int(i), false)),
+            _ => None,
+        },
+        T::Cost | T::Temperature => match v {
+            AttrValue::Double(d) => Some((Typed::Double(*d), true)),
+            AttrValue::Int(i) => Some((Typed::Double(*i as f64), false)),
+            AttrValue::Str(s) => s.trim().parse().ok().map(|d| (Typed::Double(d), false)),
+            _ => None,
+        },
+        T::FinishReasons => match v {
+            AttrValue::Array(items) => {
+                let strs: Option<Vec<String>> = items
+                    .iter()
+                    .map(|i| match i {
+                        AttrValue::Str(s) => Some(s.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                strs.map(|s| (Typed::Strings(s), true))
+            }
+            AttrValue::Str(s) => Some((Typed::Strings(vec![s.clone()]), false)),
+            _ => None,
+        },
+    }
+}
+
+fn assign(f: &mut GenAiFields, target: Target, v: Typed) {
+    use Target as T;
+    match (target, v) {
+        (T::Operation, Typed::Str(s)) => f.operation_name = Some(s),
+        (T::Provider, Typed::Str(s)) => f.provider_name = Some(s),
+        (T::RequestModel, Typed::Str(s)) => f.request_model = Some(s),
+        (T::ResponseModel, Typed::Str(s)) => f.response_model = Some(s),
+        (T::Conversation, Typed::Str(s)) => f.conversation_id = Some(s),
+        (T::Input, Typed::Int(i)) => f.input_tokens = Some(i),
+        (T::Output, Typed::Int(i)) => f.output_tokens = Some(i),
+        (T::Total, Typed::Int(i)) => f.total_tokens = Some(i),
+        (T::CacheRead, Typed::Int(i)) => f.cache_read_input_tokens = Some(i),
+        (T::Cost, Typed::Double(d)) => f.cost = Some(d),
+        (T::Temperature, Typed::Double(d)) => f.temperature = Some(d),
+        (T::FinishReasons, Typed::Strings(s)) => f.finish_reasons = s,
+        _ => {}
+    }
+}
+
+/// Fills the GenAI columns from `attrs`, removing the canonical attributes that were mapped
+/// losslessly (see the module docs).
+pub fn promote(attrs: &mut Attributes) -> GenAiFields {
+    let mut fields = GenAiFields::default();
+    // Per column: (rank, attribute index, lossless) of the chosen source.
+    let mut chosen: Vec<(Target, u8, usize, bool)> = Vec::new();
+    let mut values: Vec<(usize, Typed)> = Vec::new();
+    for (i, (k, v)) in attrs.iter().enumerate() {
+        if !(k.starts_with("gen_ai.") || k.starts_with("llm.")) {
+            continue;
+        }
+        let Some(&(_, target, rank)) = KEYS.iter().find(|(key, _, _)| key == k) else {
+            continue;
+        };
+        let Some((typed, lossless)) = convert(target, v) else {
+            continue;
+        };
+        match chosen.iter_mut().find(|c| c.0 == target) {
+            Some(c) if c.1 <= rank => continue,
+            Some(c) => *c = (target, rank, i, lossless),
+            None => chosen.push((target, rank, i, lossless)),
+        }
+        values.push((i, typed));
+    }
+    let mut remove: Vec<usize> = Vec::new();
+    for (target, rank, index, lossless) in chosen {
+        if let Some(pos) = values.iter().position(|(i, _)| *i == index) {
+            let (_, typed) = values.swap_remove(pos);
+            assign(&mut fields, target, typed);
+            if rank == 0 && lossless {
+                remove.push(index);
+            }
+        }
+    }
+    remove.sort_unstable();
+    for i in remove.into_iter().rev() {
+        attrs.remove(i);
+    }
+    fields
+}
+
+/// Attribute carrying OpenAI-shaped logprobs (on the span or on an event).
+pub const LOGPROBS_KEY: &str = "gen_ai.response.logprobs";
+/// Attribute carrying the retrieved documents (`[{"id", "text"}]`).
+pub const DOCUMENTS_KEY: &str = "gen_ai.retrieval.documents";
+/// Attribute carrying the output messages.
+pub const OUTPUT_MESSAGES_KEY: &str = "gen_ai.output.messages";
+
+/// What computing quality fields found (for the server's own metrics).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QualityOutcome {
+    /// Logprobs were present.
+    pub logprobs_found: bool,
+    /// They could not be parsed or scored (the span is kept, the columns stay empty).
+    pub logprobs_error: Option<String>,
+    /// A hallucination index was computed.
+    pub hallucination_scored: bool,
+}
+
+fn find<'a>(attrs: &'a Attributes, key: &str) -> Option<&'a AttrValue> {
+    attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+}
+
+/// The value as JSON text: strings verbatim, structured values rendered.
+fn json_text(v: &AttrValue) -> Option<String> {
+    match v {
+        AttrValue::Str(s) => Some(s.clone()),
+        AttrValue::Array(_) | AttrValue::KvList(_) => Some(v.to_json().to_string()),
+        _ => None,
+    }
+}
+
+fn json_value(v: &AttrValue) -> Option<serde_json::Value> {
+    match v {
+        AttrValue::Str(s) => serde_json::from_str(s).ok(),
+        AttrValue::Array(_) | AttrValue::KvList(_) => Some(v.to_json()),
+        _ => None,
+    }
+}
+
+fn logprobs_source<'a>(attrs: &'a Attributes, events: &'a [SpanEvent]) -> Option<&'a AttrValue> {
+    find(attrs, LOGPROBS_KEY).or_else(|| {
+        events
+            .iter()
+            .filter(|e| e.name == LOGPROBS_KEY || e.name == "gen_ai.choice")
+            .find_map(|e| {
+                find(&e.attributes, LOGPROBS_KEY).or_else(|| find(&e.attributes, "logprobs"))
+            })
+    })
+}
+
+/// Text of the output messages: `parts[].content` of `type: "text"` parts (v1.37+), or a
+/// message's `content` string (older shape), joined by newlines.
+fn message_text(v: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match v {
+        Value::Array(items) => items.iter().for_each(|m| message_text(m, out)),
+        Value::Object(m) => {
+            if let Some(Value::Array(parts)) = m.get("parts") {
+                for p in parts {
+                    let is_text = p
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .is_none_or(|t| t == "text");
+                    if let (true, Some(c)) = (is_text, p.get("content").and_then(Value::as_str)) {
+                        out.push(c.to_owned());
+                    }
+                }
+            } else if let Some(c) = m.get("content").and_then(Value::as_str) {
+                out.push(c.to_owned());
+            } else if let Some(msg) = m.get("message") {
+                message_text(msg, out);
+            }
+        }
+        Value::String(s) => out.push(s.clone()),
+        _ => {}
+    }
+}
+
+fn answer_text(attrs: &Attributes, events: &[SpanEvent]) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(v) = find(attrs, OUTPUT_MESSAGES_KEY) {
+        match json_value(v) {
+            Some(j) => message_text(&j, &mut parts),
+            None => {
+                if let AttrValue::Str(s) = v {
+                    parts.push(s.clone());
+                }
+            }
+        }
+    } else if let Some(AttrValue::Str(s)) = find(attrs, "gen_ai.completion") {
+        parts.push(s.clone());
+    } else {
+        for e in events.iter().filter(|e| e.name == "gen_ai.choice") {
+            if let Some(j) = find(&e.attributes, "message").and_then(json_value) {
+                message_text(&j, &mut parts);
+            }
+        }
+    }
+    let text = parts.join("\n");
+    (!text.trim().is_empty()).then_some(text)
+}
+
+fn documents(attrs: &Attributes) -> Vec<RetrievedDocument> {
+    use serde_json::Value;
+    let mut docs = Vec::new();
+    if let Some(Value::Array(items)) = find(attrs, DOCUMENTS_KEY).and_then(json_value) {
+        for (i, d) in items.iter().enumerate() {
+            let text = d
+                .get("text")
+                .or_else(|| d.get("content"))
+                .and_then(Value::as_str);
+            let id = match d.get("id") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => i.to_string(),
+            };
+            if let Some(text) = text {
+                docs.push(RetrievedDocument {
+                    id,
+                    text: text.to_owned(),
+                });
+            }
+        }
+    }
+    if docs.is_empty() {
+        // OpenInference flattens documents: retrieval.documents.<i>.document.{id,content}.
+        for (k, v) in attrs {
+            if let (Some(rest), AttrValue::Str(text)) = (k.strip_prefix("retrieval.documents."), v)
+                && let Some(idx) = rest.strip_suffix(".document.content")
+            {
+                let id = find(attrs, &format!("retrieval.documents.{idx}.document.id"))
+                    .map(AttrValue::render)
+                    .unwrap_or_else(|| idx.to_owned());
+                docs.push(RetrievedDocument {
+                    id,
+                    text: text.clone(),
+                });
+            }
+        }
+    }
+    docs
+}
+
+/// Computes the quality columns of a span from its attributes and events.
+pub fn quality(attrs: &Attributes, events: &[SpanEvent]) -> (QualityFields, QualityOutcome) {
+    let mut q = QualityFields::default();
+    let mut outcome = QualityOutcome::default();
+    let opts = UncertaintyOptions::default();
+    let mut uncertainty = None;
+    if let Some(src) = logprobs_source(attrs, events) {
+        outcome.logprobs_found = true;
+        let parsed = json_text(src)
+            .ok_or_else(|| "logprobs must be a JSON string or a structured value".to_owned())
+            .and_then(|t| parse_logprobs(&t).map_err(|e| e.to_string()))
+            .and_then(|lp| response_uncertainty(&lp, &opts).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(u) => {
+                q.entropy_mean = u.entropy_mean;
+                q.entropy_max = u.entropy_max;
+                q.low_confidence_tokens = i64::try_from(u.low_confidence.tokens_below).ok();
+                if u.tokens > 0 {
+                    uncertainty = Some(u);
+                }
+            }
+            Err(e) => outcome.logprobs_error = Some(e),
+        }
+    }
+    let docs = documents(attrs);
+    if !docs.is_empty()
+        && let Some(answer) = answer_text(attrs, events)
+    {
+        let hopts = HallucinationOptions::default();
+        if let Ok(report) = hallucination_index_parts(&answer, &docs, uncertainty, &hopts) {
+            q.hallucination_index = Some(report.evaluation.score_value);
+            outcome.hallucination_scored = true;
+        }
+    }
+    (q, outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> AttrValue {
+        AttrValue::Str(v.into())
+    }
+
+    #[test]
+    fn canonical_lossless_removed_aliases_kept() {
+        let mut attrs: Attributes = vec![
+            ("gen_ai.system".into(), s("openai")),
+            ("gen_ai.request.model".into(), s("gpt-4o")),
+            ("gen_ai.usage.prompt_tokens".into(), AttrValue::Int(10)),
+            ("gen_ai.usage.output_tokens".into(), s("7")),
+            ("llm.cost.total".into(), AttrValue::Double(0.01)),
+            ("gen_ai.request.temperature".into(), AttrValue::Double(0.2)),
+            (
+                "gen_ai.response.finish_reasons".into(),
+                AttrValue::Array(vec![s("stop")]),
+            ),
+            ("other".into(), AttrValue::Int(1)),
+        ];
+        let f = promote(&mut attrs);
+        assert_eq!(f.provider_name.as_deref(), Some("openai"));
+        assert_eq!(f.request_model.as_deref(), Some("gpt-4o"));
+        assert_eq!(f.input_tokens, Some(10));
+        assert_eq!(f.output_tokens, Some(7));
+        assert_eq!(f.cost, Some(0.01));
+        assert_eq!(f.temperature, Some(0.2));
+        assert_eq!(f.finish_reasons, vec!["stop".to_owned()]);
+        let keys: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "gen_ai.system",
+                "gen_ai.usage.prompt_tokens",
+                "gen_ai.usage.output_tokens",
+                "llm.cost.total",
+                "other"
+            ]
+        );
+    }
+
+    #[test]
+    fn canonical_beats_alias() {
+        let mut attrs: Attributes = vec![
+            ("gen_ai.system".into(), s("old")),
+            ("gen_ai.provider.name".into(), s("new")),
+            ("llm.token_count.prompt".into(), AttrValue::Int(3)),
+            ("gen_ai.usage.prompt_tokens".into(), AttrValue::Int(4)),
+        ];
+        let f = promote(&mut attrs);
+        assert_eq!(f.provider_name.as_deref(), Some("new"));
+        assert_eq!(f.input_tokens, Some(4));
+        assert_eq!(attrs.len(), 3);
+    }
+
+    #[test]
+    fn quality_from_attribute_and_event() {
+        let lp = r#"{"content":[{"token":"A","logprob":-0.1,"top_logprobs":[{"token":"A","logprob":-0.1},{"token":"B","logprob":-2.5}]},
+                                {"token":"x","logprob":-1.2,"top_logprobs":[{"token":"y","logprob":-0.9},{"token":"x","logprob":-1.2}]}]}"#;
+        let attrs: Attributes = vec![(LOGPROBS_KEY.into(), s(lp))];
+        let (q, o) = quality(&attrs, &[]);
+        assert!(o.logprobs_found && o.logprobs_error.is_none());
+        let mean = q.entropy_mean.unwrap_or(f64::NAN);
+        let max = q.entropy_max.unwrap_or(f64::NAN);
+        assert!(mean > 0.0 && max >= mean, "{q:?}");
+        assert_eq!(q.low_confidence_tokens, Some(1));
+        let ev = SpanEvent {
+            time: sightline_storage::UnixNanos(1),
+            name: "gen_ai.choice".into(),
+            attributes: vec![(LOGPROBS_KEY.into(), s(lp))],
+        };
+        let (q2, _) = quality(&[], &[ev]);
+        assert_eq!(q2, q);
+        let (q3, o3) = quality(&vec![(LOGPROBS_KEY.into(), s("{nope"))], &[]);
+        assert_eq!(q3, QualityFields::default());
+        assert!(o3.logprobs_error.is_some());
+    }
+
+    #[test]
+    fn hallucination_with_documents() {
+        let attrs: Attributes = vec![
+            (
+                DOCUMENTS_KEY.into(),
+                s(
+                    r#"[{"id":"d1","text":"The Eiffel Tower is 330 metres tall and stands in Paris."}]"#,
+                ),
+            ),
+            (
+                OUTPUT_MESSAGES_KEY.into(),
+                s(
+                    r#"[{"role":"assistant","parts":[{"type":"text","content":"The Eiffel Tower is 330 metres tall."}]}]"#,
+                ),
+            ),
+        ];
+        let (grounded, o) = quality(&attrs, &[]);
+        assert!(o.hallucination_scored);
+        let mut bad = attrs.clone();
+        bad[1].1 = s(
+            r#"[{"role":"assistant","parts":[{"type":"text","content":"The Eiffel Tower is 912 metres tall and was built by Napoleon in Berlin."}]}]"#,
+        );
+        let (ungrounded, _) = quality(&bad, &[]);
+        let (g, u) = (
+            grounded.hallucination_index.unwrap_or(f64::NAN),
+            ungrounded.hallucination_index.unwrap_or(f64::NAN),
+        );
+        assert!(g < u, "grounded {g} vs ungrounded {u}");
+    }
+}
