@@ -166,7 +166,7 @@ impl Telemetry {
     /// Renders everything (plus the store's stats) in the Prometheus text format 0.0.4.
     pub fn render(&self, store: Option<&StoreStats>) -> String {
         let mut o = String::with_capacity(4096);
-        let mut family = |o: &mut String, name: &str, kind: &str, help: &str| {
+        let family = |o: &mut String, name: &str, kind: &str, help: &str| {
             let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
         };
         family(

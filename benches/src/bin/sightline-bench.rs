@@ -506,10 +506,10 @@ fn run_scan(
 ) -> Result<serde_json::Value, String> {
     let store = Store::open(dir, config(FsyncPolicy::Never)).map_err(|e| e.to_string())?;
     load_samples(&store, series, points)?;
-    // One partition: the hour starting at 12:00.
-    let start = UnixNanos((DAY_START_MS + 12 * 3_600_000) * 1_000_000);
-    let range =
-        TimeRange::new(start, UnixNanos(start.0 + 3_600_000_000_000)).map_err(|e| e.to_string())?;
+    // One partition: samples are partitioned by day.
+    let start = UnixNanos(DAY_START_MS * 1_000_000);
+    let range = TimeRange::new(start, UnixNanos(start.0 + 86_400_000_000_000))
+        .map_err(|e| e.to_string())?;
     let mut rates = Vec::new();
     let mut rows = 0;
     for _ in 0..repeat {

@@ -67,7 +67,6 @@ pub fn grpc_code(e: &IngestError) -> tonic::Code {
         IngestError::TooLarge(_) | IngestError::Busy { .. } => Code::ResourceExhausted,
         IngestError::OverBudget { .. } | IngestError::Unavailable(_) => Code::Unavailable,
         IngestError::Internal(_) => Code::Internal,
-        _ => Code::Unknown,
     }
 }
 

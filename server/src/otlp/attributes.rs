@@ -77,6 +77,12 @@ pub fn convert_value(
             AttrValue::Array(out)
         }
         Value::KvlistValue(kv) => AttrValue::KvList(convert_list(&kv.values, limits, depth + 1)?),
+        Value::StringValueStrindex(_) => {
+            return Err(ItemError::new(
+                RejectReason::InvalidValue,
+                format!("value of {key:?} is a string table index, which only profiles may use"),
+            ));
+        }
     })
 }
 
@@ -174,6 +180,7 @@ mod tests {
         KeyValue {
             key: k.into(),
             value: Some(AnyValue { value: Some(v) }),
+            ..Default::default()
         }
     }
 
@@ -203,6 +210,7 @@ mod tests {
             KeyValue {
                 key: "e".into(),
                 value: None,
+                ..Default::default()
             },
             kv("s", Value::StringValue("last".into())),
         ];
@@ -247,6 +255,7 @@ mod tests {
         let deep = vec![KeyValue {
             key: "k".into(),
             value: Some(v),
+            ..Default::default()
         }];
         assert_eq!(
             convert_attributes(&deep, &limits).map_err(|e| e.reason),

@@ -443,7 +443,7 @@ mod tests {
             name: "gen_ai.choice".into(),
             attributes: vec![(LOGPROBS_KEY.into(), s(lp))],
         };
-        let (q2, _) = quality(&[], &[ev]);
+        let (q2, _) = quality(&Vec::new(), &[ev]);
         assert_eq!(q2, q);
         let (q3, o3) = quality(&vec![(LOGPROBS_KEY.into(), s("{nope"))], &[]);
         assert_eq!(q3, QualityFields::default());

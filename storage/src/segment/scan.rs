@@ -221,6 +221,19 @@ fn trace_eq(ids: &FixedSizeBinaryArray, t: &TraceId) -> BooleanArray {
         .collect()
 }
 
+/// Whether a row group's trace_id statistics allow `t`.
+fn trace_in_stats(stats: Option<&Statistics>, t: &TraceId) -> bool {
+    match stats {
+        Some(Statistics::FixedLenByteArray(s)) => match (s.min_opt(), s.max_opt()) {
+            (Some(lo), Some(hi)) => {
+                lo.data() <= &t.as_bytes()[..] && &t.as_bytes()[..] <= hi.data()
+            }
+            _ => true,
+        },
+        _ => true,
+    }
+}
+
 fn stat_range(stats: Option<&Statistics>) -> Option<(i64, i64)> {
     match stats? {
         Statistics::Int64(s) => Some((*s.min_opt()?, *s.max_opt()?)),
@@ -294,6 +307,12 @@ impl Segment {
             .iter()
             .position(|c| c.path().string() == time_col);
         let traces = c.trace_ids();
+        let trace_leaf = self
+            .parquet
+            .parquet_schema()
+            .columns()
+            .iter()
+            .position(|c| c.path().string() == col::TRACE_ID);
         let mut selected = Vec::new();
         let mut ranges = Vec::new();
         let mut selected_rows = 0usize;
@@ -311,6 +330,13 @@ impl Segment {
                 {
                     continue;
                 }
+            }
+            if let Some(leaf) = trace_leaf
+                && traces
+                    .iter()
+                    .any(|t| !trace_in_stats(rg.column(leaf).statistics(), t))
+            {
+                continue;
             }
             if let Some(Some(bloom)) = self.blooms.get(i)
                 && traces.iter().any(|t| !bloom.check(&t.as_bytes()[..]))

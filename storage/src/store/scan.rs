@@ -79,8 +79,21 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
     {
         return Ok(result);
     }
+    // Samples only: each source's rows with its time bounds and whether they are already sorted
+    // and free of duplicates (segments are; memtables are not).
+    let mut sources: Vec<Source> = Vec::new();
     for seg in &segments {
         match seg.scan(&compiled, &mut result.stats) {
+            Ok(batches) if req.signal == Signal::Samples => {
+                if !batches.is_empty() {
+                    sources.push(Source {
+                        min: seg.meta().min_time,
+                        max: seg.meta().max_time,
+                        clean: true,
+                        batches,
+                    });
+                }
+            }
             Ok(batches) => result.batches.extend(batches),
             Err(StorageError::Corruption { path, detail }) => {
                 let msg = format!(
@@ -103,6 +116,7 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
         })
         .collect();
     for snap in &mems {
+        let mut mem_rows = Vec::new();
         let text_rows = if full_text.is_empty() {
             None
         } else {
@@ -125,14 +139,28 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             let t = text_rows.as_ref().map(|r| (r, mb.first_row));
             if let Some(b) = compiled.filter(&mb.batch, t)? {
                 result.stats.rows_returned += b.num_rows() as u64;
-                result.batches.push(b);
+                mem_rows.push((mb.min_time, mb.max_time, b));
             }
+        }
+        if req.signal == Signal::Samples {
+            if let (Some(min), Some(max)) = (
+                mem_rows.iter().map(|m| m.0).min(),
+                mem_rows.iter().map(|m| m.1).max(),
+            ) {
+                sources.push(Source {
+                    min,
+                    max,
+                    clean: false,
+                    batches: mem_rows.into_iter().map(|m| m.2).collect(),
+                });
+            }
+        } else {
+            result.batches.extend(mem_rows.into_iter().map(|m| m.2));
         }
     }
     if req.signal == Signal::Samples {
-        dedupe_samples(&mut result)?;
-        result.batches = result
-            .batches
+        let merged = dedupe_samples(sources)?;
+        result.batches = merged
             .iter()
             .map(|b| compiled.project(b))
             .collect::<Result<_>>()?;
@@ -141,17 +169,45 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
     Ok(result)
 }
 
+/// Sample rows of one segment or memtable.
+struct Source {
+    min: crate::types::UnixNanos,
+    max: crate::types::UnixNanos,
+    clean: bool,
+    batches: Vec<RecordBatch>,
+}
+
 /// Samples of one series at one timestamp can sit in several sources (a client retry that
-/// landed in another flush). Merge them to one, sorted by series and time, keeping the value
-/// read last (memtables after segments, newer segments after older).
-fn dedupe_samples(result: &mut ScanResult) -> Result<()> {
-    let Some(first) = result.batches.first() else {
-        return Ok(());
-    };
-    let schema = first.schema();
-    let all = arrow_select::concat::concat_batches(&schema, &result.batches)?;
-    let merged = crate::segment::sort_samples(&all)?;
-    result.stats.rows_returned = merged.num_rows() as u64;
-    result.batches = vec![merged];
-    Ok(())
+/// landed in another flush, or twice in one append). Sources whose time ranges overlap are
+/// merged and sorted by series and time, keeping the value read last (memtables after segments,
+/// newer segments after older); a source that overlaps no other and is already clean passes
+/// through untouched, so scans of flushed, compacted data pay no sort.
+fn dedupe_samples(mut sources: Vec<Source>) -> Result<Vec<RecordBatch>> {
+    // Stable sort keeps the read order (which decides the winner) among equal starts.
+    sources.sort_by_key(|s| s.min);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < sources.len() {
+        let mut j = i + 1;
+        let mut max = sources[i].max;
+        while j < sources.len() && sources[j].min <= max {
+            max = max.max(sources[j].max);
+            j += 1;
+        }
+        let cluster = &mut sources[i..j];
+        if cluster.len() == 1 && cluster[0].clean {
+            out.append(&mut cluster[0].batches);
+        } else {
+            let batches: Vec<RecordBatch> = cluster
+                .iter_mut()
+                .flat_map(|s| s.batches.drain(..))
+                .collect();
+            if let Some(first) = batches.first() {
+                let all = arrow_select::concat::concat_batches(&first.schema(), &batches)?;
+                out.push(crate::segment::sort_samples(&all)?);
+            }
+        }
+        i = j;
+    }
+    Ok(out)
 }
