@@ -178,7 +178,10 @@ impl ServerProcess {
                 );
                 return;
             }
-            assert!(Instant::now() < deadline, "sightline did not exit after SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "sightline did not exit after SIGTERM"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -234,7 +237,11 @@ pub fn all_samples(store: &Store, t: &TenantId) -> Vec<(u64, i64, f64)> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float64Type, TimestampMillisecondType, UInt64Type};
     let res = store
-        .scan(&ScanRequest::new(t.clone(), Signal::Samples, TimeRange::ALL))
+        .scan(&ScanRequest::new(
+            t.clone(),
+            Signal::Samples,
+            TimeRange::ALL,
+        ))
         .unwrap();
     let mut out = Vec::new();
     for b in &res.batches {

@@ -31,8 +31,11 @@ pub struct SegmentWriteOptions {
     pub row_group_rows: usize,
     /// Rows per row group for metric samples.
     pub sample_row_group_rows: usize,
-    /// Rows per data page (smaller pages let trace lookups skip more).
+    /// Rows per data page of spans and logs (small pages: a trace lookup decodes one page
+    /// per column).
     pub page_rows: usize,
+    /// Rows per data page of metric samples (larger pages compress timestamps better).
+    pub sample_page_rows: usize,
     /// zstd level.
     pub zstd_level: i32,
 }
@@ -43,6 +46,7 @@ impl Default for SegmentWriteOptions {
             row_group_rows: 16 * 1024,
             sample_row_group_rows: 1024 * 1024,
             page_rows: 1024,
+            sample_page_rows: 8192,
             zstd_level: 3,
         }
     }
@@ -157,6 +161,7 @@ fn writer_properties(
         }
         Signal::Samples => {
             b = b
+                .set_data_page_row_count_limit(opts.sample_page_rows)
                 .set_max_row_group_row_count(Some(opts.sample_row_group_rows))
                 .set_column_dictionary_enabled(path(col::TIMESTAMP), false)
                 .set_column_encoding(path(col::TIMESTAMP), Encoding::DELTA_BINARY_PACKED)
