@@ -140,6 +140,32 @@ pub enum DetectError {
         iterations: usize,
     },
 
+    /// The tensor backend (candle) failed: an allocation, a shape mismatch inside the model,
+    /// or a device that is not available (e.g. CUDA requested in a build without `cuda`).
+    #[error("tensor backend error in {what}: {message}")]
+    Backend {
+        /// The operation, e.g. `"n-beats forward"`.
+        what: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+
+    /// Persisted model bytes (weights or model card) are unreadable or do not match each other.
+    #[error("invalid saved model: {reason}")]
+    InvalidModel {
+        /// What is wrong with them.
+        reason: String,
+    },
+
+    /// A file operation of a path helper (the only I/O of this crate) failed.
+    #[error("i/o error on {path}: {message}")]
+    Io {
+        /// The path involved.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+
     /// A numerical routine produced a non-finite result (e.g. a special function failed);
     /// reported instead of returning NaN.
     #[error("numerical failure in {what}")]

@@ -58,7 +58,9 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
     };
     let http_addr = local(&http_listener, config.http_addr)?;
     let grpc_addr = local(&grpc_listener, config.grpc_addr)?;
-    if !auth.enabled() && !(http_addr.ip().is_loopback() && grpc_addr.ip().is_loopback()) {
+    let auth_enabled = auth.enabled();
+    let loopback = http_addr.ip().is_loopback() && grpc_addr.ip().is_loopback();
+    if !auth_enabled && !loopback {
         tracing::warn!(
             "listening beyond loopback without auth: anyone who can reach the port can write any tenant"
         );
@@ -88,7 +90,7 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
             .add_service(logs)
             .serve_with_incoming_shutdown(incoming, trigger.wait()),
     );
-    tracing::info!(%http_addr, %grpc_addr, auth = ingest_auth(&ingest), "sightline listening");
+    tracing::info!(%http_addr, %grpc_addr, auth = if auth_enabled { "tokens" } else { "off (X-Scope-OrgID)" }, "sightline listening");
     Ok(Server {
         http_addr,
         grpc_addr,
@@ -98,14 +100,6 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
         grpc,
         config,
     })
-}
-
-fn ingest_auth(i: &Ingest) -> &'static str {
-    if format!("{i:?}").contains("auth: true") {
-        "tokens"
-    } else {
-        "off (X-Scope-OrgID)"
-    }
 }
 
 impl Server {

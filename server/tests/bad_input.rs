@@ -181,7 +181,8 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 fn malformed_bodies_get_400_and_store_nothing() {
     let s = TestServer::start(Limits::default(), None);
     let valid = traces(vec![span(1, 1, now())]).encode_to_vec();
-    let cases: Vec<(&str, Vec<u8>, [(&str, &str); 1])> = vec![
+    type Case = (&'static str, Vec<u8>, [(&'static str, &'static str); 1]);
+    let cases: Vec<Case> = vec![
         ("truncated protobuf", valid[..valid.len() - 7].to_vec(), PB),
         (
             "garbage protobuf",

@@ -383,9 +383,9 @@ fn verify_metrics(store: &Store, t: &TenantId, manifest: &Value) {
             panic!("series {name} ({id:#x}) missing; stored series: {known:#?}")
         });
         let mut got = got.clone();
-        got.sort_by(|a, b| a.0.cmp(&b.0));
+        got.sort_by_key(|a| a.0);
         let mut want = points.clone();
-        want.sort_by(|a, b| a.0.cmp(&b.0));
+        want.sort_by_key(|a| a.0);
         assert_eq!(got, want, "samples of {name}");
     }
     assert_eq!(

@@ -228,22 +228,21 @@ impl Store {
             }
             defs.insert(d.id, d);
         }
-        let mut used: Vec<SeriesDef> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        // Every definition in the batch is registered (even if no sample uses it yet), and each
+        // referenced id without one must already be known.
+        let mut used: Vec<SeriesDef> = defs.values().map(|d| (*d).clone()).collect();
+        let mut seen: std::collections::HashSet<SeriesId> = defs.keys().copied().collect();
         for s in &batch.samples {
             if seen.insert(s.series) {
-                if let Some(d) = defs.get(&s.series) {
-                    used.push((*d).clone());
-                } else {
-                    used.push(SeriesDef {
-                        id: s.series,
-                        metric_name: String::new(),
-                        kind: Default::default(),
-                        unit: String::new(),
-                        help: String::new(),
-                        labels: Vec::new(),
-                    });
-                }
+                // A placeholder: the append fails with UnknownSeries unless the store knows it.
+                used.push(SeriesDef {
+                    id: s.series,
+                    metric_name: String::new(),
+                    kind: Default::default(),
+                    unit: String::new(),
+                    help: String::new(),
+                    labels: Vec::new(),
+                });
             }
         }
         let rows = columnar::samples_to_batch(&batch.samples)?;

@@ -1,2 +1,335 @@
-//! Load generator for OTLP/HTTP ingest (see `--help`).
-fn main() {}
+//! `otlp-load`: a load generator for a running `sightline serve`.
+//!
+//! Posts OTLP/HTTP protobuf batches (LLM-like spans with GenAI attributes, metric data points,
+//! or log lines) over N keep-alive connections, each waiting for the durable acknowledgement
+//! before sending the next, and reports throughput, server CPU microseconds per item (from
+//! `/proc/<pid>/stat`), p50/p99 acknowledgement latency and the server's peak RSS (`VmHWM`).
+//!
+//! ```text
+//! otlp-load --addr 127.0.0.1:4318 --pid $(pidof sightline) --signal all --seconds 10
+//! ```
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value};
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+use opentelemetry_proto::tonic::metrics::v1::{
+    Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, metric::Data,
+    number_data_point,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
+use prost::Message as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+/// Load generator for OTLP/HTTP ingest.
+#[derive(Debug, Parser)]
+#[command(name = "otlp-load")]
+struct Args {
+    /// Server HTTP address.
+    #[arg(long, default_value = "127.0.0.1:4318")]
+    addr: SocketAddr,
+    /// Server process id (for CPU time and peak RSS); omitted: not reported.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// traces, metrics, logs or all.
+    #[arg(long, default_value = "all")]
+    signal: String,
+    /// Concurrent connections.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Items per request.
+    #[arg(long, default_value_t = 512)]
+    batch: usize,
+    /// Seconds per signal.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// X-Scope-OrgID to send.
+    #[arg(long, default_value = "load")]
+    tenant: String,
+}
+
+fn kv(k: &str, v: Value) -> KeyValue {
+    KeyValue {
+        key: k.into(),
+        value: Some(AnyValue { value: Some(v) }),
+        ..Default::default()
+    }
+}
+
+fn s(v: &str) -> Value {
+    Value::StringValue(v.into())
+}
+
+fn now_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn resource(i: usize) -> Option<Resource> {
+    Some(Resource {
+        attributes: vec![
+            kv("service.name", s(&format!("llm-svc-{}", i % 4))),
+            kv("service.instance.id", s("load-1")),
+            kv("deployment.environment.name", s("bench")),
+        ],
+        ..Default::default()
+    })
+}
+
+fn traces_body(seq: u64, batch: usize) -> Vec<u8> {
+    let t0 = now_nanos();
+    let spans = (0..batch)
+        .map(|i| {
+            let mut trace_id = [0u8; 16];
+            trace_id[..8].copy_from_slice(&seq.to_be_bytes());
+            trace_id[8..].copy_from_slice(&((i / 8) as u64 + 1).to_be_bytes());
+            let mut span_id = [0u8; 8];
+            span_id.copy_from_slice(&((seq << 20) | (i as u64 + 1)).to_be_bytes());
+            let start = t0 + i as u64 * 1000;
+            Span {
+                trace_id: trace_id.to_vec(),
+                span_id: span_id.to_vec(),
+                name: if i % 8 == 0 { "rag-pipeline".into() } else { "chat gpt-4o".into() },
+                kind: 3,
+                start_time_unix_nano: start,
+                end_time_unix_nano: start + 250_000_000,
+                attributes: vec![
+                    kv("gen_ai.operation.name", s("chat")),
+                    kv("gen_ai.provider.name", s("openai")),
+                    kv("gen_ai.request.model", s("gpt-4o")),
+                    kv("gen_ai.response.model", s("gpt-4o-2024-08-06")),
+                    kv("gen_ai.usage.input_tokens", Value::IntValue(800 + i as i64)),
+                    kv("gen_ai.usage.output_tokens", Value::IntValue(120)),
+                    kv("gen_ai.request.temperature", Value::DoubleValue(0.2)),
+                    kv("gen_ai.conversation.id", s(&format!("conv-{}", i % 32))),
+                    kv("user.id", s(&format!("user-{}", i % 100))),
+                ],
+                status: Some(Status::default()),
+                ..Default::default()
+            }
+        })
+        .collect();
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: resource(seq as usize),
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
+fn metrics_body(seq: u64, batch: usize) -> Vec<u8> {
+    let t = now_nanos();
+    let points = (0..batch)
+        .map(|i| NumberDataPoint {
+            attributes: vec![kv("model", s(&format!("m{}", i % 64))), kv("shard", s(&format!("{}", i / 64)))],
+            time_unix_nano: t,
+            value: Some(number_data_point::Value::AsDouble((seq as f64) + i as f64)),
+            ..Default::default()
+        })
+        .collect();
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: resource(0),
+            scope_metrics: vec![ScopeMetrics {
+                metrics: vec![Metric {
+                    name: "llm.queue.latency".into(),
+                    unit: "s".into(),
+                    data: Some(Data::Gauge(Gauge { data_points: points })),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
+fn logs_body(seq: u64, batch: usize) -> Vec<u8> {
+    let t = now_nanos();
+    let records = (0..batch)
+        .map(|i| LogRecord {
+            time_unix_nano: t + i as u64,
+            severity_number: 9,
+            severity_text: "INFO".into(),
+            body: Some(AnyValue {
+                value: Some(s(&format!("request {seq}-{i} answered by gpt-4o in 250 ms with 120 tokens"))),
+            }),
+            attributes: vec![kv("route", s("/ask"))],
+            ..Default::default()
+        })
+        .collect();
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            resource: resource(0),
+            scope_logs: vec![ScopeLogs {
+                log_records: records,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
+/// One request on a keep-alive connection; returns the status code.
+async fn post(conn: &mut TcpStream, addr: SocketAddr, path: &str, tenant: &str, body: &[u8], buf: &mut Vec<u8>) -> anyhow::Result<u16> {
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/x-protobuf\r\nX-Scope-OrgID: {tenant}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await?;
+    conn.write_all(body).await?;
+    buf.clear();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = conn.read(&mut chunk).await?;
+        if n == 0 {
+            bail!("connection closed");
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let headers = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let status: u16 = headers.split_whitespace().nth(1).and_then(|x| x.parse().ok()).context("status")?;
+            let len: usize = headers
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                let n = conn.read(&mut chunk).await?;
+                if n == 0 {
+                    bail!("connection closed");
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            return Ok(status);
+        }
+    }
+}
+
+fn proc_cpu_micros(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks * 10_000) // USER_HZ = 100 on Linux
+}
+
+fn proc_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
+    let (path, make): (&str, fn(u64, usize) -> Vec<u8>) = match signal {
+        "traces" => ("/v1/traces", traces_body),
+        "metrics" => ("/v1/metrics", metrics_body),
+        "logs" => ("/v1/logs", logs_body),
+        other => bail!("unknown signal {other}"),
+    };
+    let bodies: Vec<Vec<u8>> = (0..64).map(|i| make(i, args.batch)).collect();
+    let bodies = std::sync::Arc::new(bodies);
+    let cpu0 = args.pid.and_then(proc_cpu_micros);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.seconds);
+    let mut tasks = Vec::new();
+    for c in 0..args.connections {
+        let bodies = bodies.clone();
+        let (addr, tenant) = (args.addr, args.tenant.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut conn = TcpStream::connect(addr).await?;
+            conn.set_nodelay(true)?;
+            let mut lat = Vec::new();
+            let mut errors = 0u64;
+            let mut buf = Vec::with_capacity(8192);
+            let mut i = c;
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                let status = post(&mut conn, addr, path, &tenant, &bodies[i % bodies.len()], &mut buf).await?;
+                if status == 200 {
+                    lat.push(t.elapsed().as_micros() as u64);
+                } else {
+                    errors += 1;
+                }
+                i += args_connections_stride();
+            }
+            anyhow::Ok((lat, errors))
+        }));
+    }
+    let mut lat = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (l, e) = t.await??;
+        lat.extend(l);
+        errors += e;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu1 = args.pid.and_then(proc_cpu_micros);
+    lat.sort_unstable();
+    let items = lat.len() as f64 * args.batch as f64;
+    let pct = |q: f64| lat.get(((lat.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(0) as f64 / 1000.0;
+    let unit = match signal {
+        "traces" => "spans",
+        "metrics" => "samples",
+        _ => "lines",
+    };
+    println!(
+        "{signal}: {:.0} {unit}/s ({} requests of {}, {errors} errors, {:.1} s), ack latency p50 {:.2} ms p99 {:.2} ms{}{}",
+        items / elapsed,
+        lat.len(),
+        args.batch,
+        elapsed,
+        pct(0.5),
+        pct(0.99),
+        match (cpu0, cpu1) {
+            (Some(a), Some(b)) if items > 0.0 => format!(", server CPU {:.2} us/{}", (b - a) as f64 / items, unit.trim_end_matches('s')),
+            _ => String::new(),
+        },
+        args.pid
+            .and_then(proc_hwm_kib)
+            .map(|k| format!(", server peak RSS {:.1} MiB", k as f64 / 1024.0))
+            .unwrap_or_default(),
+    );
+    Ok(())
+}
+
+fn args_connections_stride() -> usize {
+    7
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let signals: Vec<&str> = match args.signal.as_str() {
+        "all" => vec!["traces", "metrics", "logs"],
+        one => vec![one],
+    };
+    rt.block_on(async {
+        for s in signals {
+            run_signal(&args, s).await?;
+        }
+        anyhow::Ok(())
+    })
+}

@@ -295,8 +295,7 @@ impl Builder {
         name: String,
         kind: MetricKind,
         labels: Labels,
-        unit: &str,
-        help: &str,
+        (unit, help): (&str, &str),
         ts: i64,
         value: f64,
     ) {
@@ -397,8 +396,7 @@ fn number_point(
         name,
         kind,
         p.labels.clone(),
-        &m.unit,
-        &m.description,
+        (&m.unit, &m.description),
         p.ts,
         value_or_stale(&p, v),
     );
@@ -424,8 +422,7 @@ fn bucket_series(
             format!("{base_name}_bucket"),
             kind,
             labels,
-            unit,
-            help,
+            (unit, help),
             p.ts,
             value_or_stale(p, cum as f64),
         );
@@ -435,8 +432,7 @@ fn bucket_series(
         format!("{base_name}_bucket"),
         kind,
         labels,
-        unit,
-        help,
+        (unit, help),
         p.ts,
         value_or_stale(p, count as f64),
     );
@@ -445,8 +441,7 @@ fn bucket_series(
             format!("{base_name}_sum"),
             kind,
             p.labels.clone(),
-            unit,
-            help,
+            (unit, help),
             p.ts,
             value_or_stale(p, sum),
         );
@@ -455,8 +450,7 @@ fn bucket_series(
         format!("{base_name}_count"),
         kind,
         p.labels.clone(),
-        unit,
-        help,
+        (unit, help),
         p.ts,
         value_or_stale(p, count as f64),
     );
@@ -594,8 +588,7 @@ fn summary_point(
             name.clone(),
             kind,
             labels,
-            unit,
-            help,
+            (unit, help),
             p.ts,
             value_or_stale(&p, q.value),
         );
@@ -604,8 +597,7 @@ fn summary_point(
         format!("{name}_sum"),
         kind,
         p.labels.clone(),
-        unit,
-        help,
+        (unit, help),
         p.ts,
         value_or_stale(&p, dp.sum),
     );
@@ -613,8 +605,7 @@ fn summary_point(
         format!("{name}_count"),
         kind,
         p.labels.clone(),
-        unit,
-        help,
+        (unit, help),
         p.ts,
         value_or_stale(&p, dp.count as f64),
     );
@@ -728,8 +719,7 @@ pub fn map_metrics(req: &ExportMetricsServiceRequest, ctx: &MapContext) -> Mappe
                 "target_info".into(),
                 MetricKind::Gauge,
                 labels,
-                "",
-                "Target metadata",
+                ("", "Target metadata"),
                 ts,
                 1.0,
             );

@@ -1,0 +1,27 @@
+//! Anomaly detection from forecast residuals with calibrated bands.
+//!
+//! Pipeline: a detector ([`DetectorKind`]: N-BEATS one-step forecasts or a baseline) gives an
+//! expected value and local scale per point ([`expect`]); standardised residuals are calibrated
+//! by split conformal prediction ([`conformal`]) into a band and an anomaly score
+//! (1 − conformal p-value); band breaches in the configured [`Direction`] become alerts only
+//! when sustained ([`sustained`]), with a minimum-volume guard. [`multi`] judges a service's
+//! latency percentiles, rate, error ratio and throughput together and names hidden degradations.
+//!
+//! Bad input never panics and never yields NaN: gaps are carried forward and left unscored,
+//! too-short series are a typed error, constant series get a floored scale, and N-BEATS falls
+//! back to the median/MAD baseline when no usable model is given (see [`detect`]).
+
+pub mod conformal;
+pub mod expect;
+pub mod multi;
+pub mod score;
+pub mod sustained;
+
+pub use conformal::{Calibrator, Direction, conformal_quantile, conformal_score};
+pub use expect::Expectation;
+pub use multi::{Finding, FindingKind, ServiceReport, ServiceSeries, SignalRole, judge_service};
+pub use score::{
+    AnomalyConfig, AnomalyReport, Calibration, DetectorKind, ScoredSeries, detect,
+    score_expectation,
+};
+pub use sustained::{Alert, SustainedConfig, sustained_alerts};

@@ -1,0 +1,270 @@
+//! The evaluator: walks the parsed expression and computes every node over the whole grid.
+//!
+//! Semantics follow Prometheus 2.x: a vector selector takes, at each step, the newest sample no
+//! older than the lookback delta (5 minutes) unless it is a staleness marker; a range selector
+//! takes the samples in `[t - range, t]`; `offset` and `@` shift the reference time.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use promql_parser::parser::ast::{AtModifier, Offset};
+use promql_parser::parser::{Expr, MatrixSelector, VectorSelector};
+
+use super::source::{SampleSource, convert_matchers};
+use super::value::{Grid, RawSeries, Series, Value, is_stale};
+use super::{aggregate, binary, functions};
+use crate::error::{QueryError, Result};
+
+/// Prometheus' default lookback delta.
+pub const LOOKBACK_MS: i64 = 5 * 60 * 1000;
+/// Most series one selector may return.
+pub const MAX_SERIES_PER_SELECTOR: usize = 500_000;
+/// Most steps one query may evaluate.
+pub const MAX_STEPS: usize = 11_000;
+
+/// Evaluation context of one query.
+pub struct Evaluator<'a> {
+    pub(crate) source: &'a dyn SampleSource,
+    pub(crate) grid: Grid,
+    pub(crate) lookback_ms: i64,
+    /// Start and end of the whole query (for `@ start()` / `@ end()`).
+    pub(crate) query_start: i64,
+    pub(crate) query_end: i64,
+}
+
+pub(crate) fn duration_ms(d: &Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn offset_ms(o: &Option<Offset>) -> i64 {
+    match o {
+        Some(Offset::Pos(d)) => duration_ms(d),
+        Some(Offset::Neg(d)) => -duration_ms(d),
+        None => 0,
+    }
+}
+
+fn system_time_ms(t: &SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => duration_ms(&d),
+        Err(e) => -duration_ms(&e.duration()),
+    }
+}
+
+impl<'a> Evaluator<'a> {
+    /// The reference time of step `i` for a selector with `offset` and `at`.
+    fn ref_time(&self, i: usize, offset: i64, at: &Option<AtModifier>) -> i64 {
+        let base = match at {
+            Some(AtModifier::Start) => self.query_start,
+            Some(AtModifier::End) => self.query_end,
+            Some(AtModifier::At(t)) => system_time_ms(t),
+            None => self.grid.at(i),
+        };
+        base - offset
+    }
+
+    fn fetch(&self, vs: &VectorSelector, range_ms: i64) -> Result<Vec<RawSeries>> {
+        let matchers = convert_matchers(vs.name.as_deref(), &vs.matchers)?;
+        let offset = offset_ms(&vs.offset);
+        let (lo, hi) = (0..self.grid.len().max(1)).fold((i64::MAX, i64::MIN), |(lo, hi), i| {
+            let t = self.ref_time(i, offset, &vs.at);
+            (lo.min(t), hi.max(t))
+        });
+        let series = self.source.select(&matchers, lo - range_ms, hi)?;
+        if series.len() > MAX_SERIES_PER_SELECTOR {
+            return Err(QueryError::Execution(format!(
+                "selector {vs} matches {} series, more than the limit of {MAX_SERIES_PER_SELECTOR}",
+                series.len()
+            )));
+        }
+        Ok(series)
+    }
+
+    /// Evaluates an instant vector selector.
+    pub(crate) fn vector_selector(&self, vs: &VectorSelector) -> Result<Vec<Series>> {
+        let raw = self.fetch(vs, self.lookback_ms)?;
+        let offset = offset_ms(&vs.offset);
+        let mut out = Vec::with_capacity(raw.len());
+        for s in raw {
+            let mut values = Vec::with_capacity(self.grid.len());
+            for i in 0..self.grid.len() {
+                let t = self.ref_time(i, offset, &vs.at);
+                values.push(latest(&s, t, self.lookback_ms).map(|(_, v)| v));
+            }
+            if values.iter().any(Option::is_some) {
+                out.push(Series {
+                    labels: s.labels,
+                    values,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Timestamps of the samples an instant vector selector picks (for `timestamp()`).
+    pub(crate) fn selector_timestamps(&self, vs: &VectorSelector) -> Result<Vec<Series>> {
+        let raw = self.fetch(vs, self.lookback_ms)?;
+        let offset = offset_ms(&vs.offset);
+        Ok(raw
+            .into_iter()
+            .filter_map(|s| {
+                let values: Vec<Option<f64>> = (0..self.grid.len())
+                    .map(|i| {
+                        latest(&s, self.ref_time(i, offset, &vs.at), self.lookback_ms)
+                            .map(|(t, _)| t as f64 / 1000.0)
+                    })
+                    .collect();
+                values.iter().any(Option::is_some).then(|| Series {
+                    labels: super::value::drop_name(&s.labels),
+                    values,
+                })
+            })
+            .collect())
+    }
+
+    /// For each step, the samples of each series of a range selector; `f` reduces a window to
+    /// a value. Windows hold `(timestamp ms, value)` without staleness markers.
+    pub(crate) fn range_apply(
+        &self,
+        ms: &MatrixSelector,
+        keep_name: bool,
+        mut f: impl FnMut(&[(i64, f64)], i64, i64, usize) -> Option<f64>,
+    ) -> Result<Vec<Series>> {
+        let range = duration_ms(&ms.range);
+        let raw = self.fetch(&ms.vs, range)?;
+        let offset = offset_ms(&ms.vs.offset);
+        let mut out = Vec::with_capacity(raw.len());
+        let mut window: Vec<(i64, f64)> = Vec::new();
+        for s in raw {
+            let mut values = Vec::with_capacity(self.grid.len());
+            for i in 0..self.grid.len() {
+                let t = self.ref_time(i, offset, &ms.vs.at);
+                window.clear();
+                let lo = s.timestamps.partition_point(|&x| x < t - range);
+                let hi = s.timestamps.partition_point(|&x| x <= t);
+                for j in lo..hi {
+                    if !is_stale(s.values[j]) {
+                        window.push((s.timestamps[j], s.values[j]));
+                    }
+                }
+                values.push(if window.is_empty() {
+                    None
+                } else {
+                    f(&window, t, range, i)
+                });
+            }
+            if values.iter().any(Option::is_some) {
+                out.push(Series {
+                    labels: if keep_name {
+                        s.labels
+                    } else {
+                        super::value::drop_name(&s.labels)
+                    },
+                    values,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Evaluates any expression.
+    pub(crate) fn eval(&self, e: &Expr) -> Result<Value> {
+        match e {
+            Expr::NumberLiteral(n) => Ok(Value::Scalar(vec![n.val; self.grid.len()])),
+            Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
+            Expr::Paren(p) => self.eval(&p.expr),
+            Expr::VectorSelector(vs) => Ok(Value::Vector(self.vector_selector(vs)?)),
+            Expr::MatrixSelector(ms) => {
+                if self.grid.len() != 1 {
+                    return Err(QueryError::Execution(
+                        "a range vector cannot be the result of a range query; wrap it in a function such as rate()".into(),
+                    ));
+                }
+                let range = duration_ms(&ms.range);
+                let t = self.ref_time(0, offset_ms(&ms.vs.offset), &ms.vs.at);
+                let raw = self.fetch(&ms.vs, range)?;
+                Ok(Value::Matrix(
+                    raw.into_iter()
+                        .filter_map(|s| {
+                            let idx: Vec<usize> = (0..s.timestamps.len())
+                                .filter(|&j| {
+                                    s.timestamps[j] >= t - range
+                                        && s.timestamps[j] <= t
+                                        && !is_stale(s.values[j])
+                                })
+                                .collect();
+                            (!idx.is_empty()).then(|| RawSeries {
+                                labels: s.labels.clone(),
+                                timestamps: idx.iter().map(|&j| s.timestamps[j]).collect(),
+                                values: idx.iter().map(|&j| s.values[j]).collect(),
+                            })
+                        })
+                        .collect(),
+                ))
+            }
+            Expr::Unary(u) => match self.eval(&u.expr)? {
+                Value::Scalar(v) => Ok(Value::Scalar(v.into_iter().map(|x| -x).collect())),
+                Value::Vector(v) => Ok(Value::Vector(
+                    v.into_iter()
+                        .map(|s| Series {
+                            labels: super::value::drop_name(&s.labels),
+                            values: s.values.into_iter().map(|x| x.map(|x| -x)).collect(),
+                        })
+                        .collect(),
+                )),
+                _ => Err(QueryError::Execution(
+                    "unary minus needs a number or a vector".into(),
+                )),
+            },
+            Expr::Binary(b) => binary::eval(self, b),
+            Expr::Aggregate(a) => aggregate::eval(self, a),
+            Expr::Call(c) => functions::eval(self, c),
+            Expr::Subquery(_) => Err(QueryError::Unsupported("subqueries".into())),
+            Expr::Extension(_) => Err(QueryError::Unsupported("extension expressions".into())),
+        }
+    }
+
+    /// Evaluates to a scalar per step, or fails naming what was found.
+    pub(crate) fn eval_scalar(&self, e: &Expr, what: &str) -> Result<Vec<f64>> {
+        match self.eval(e)? {
+            Value::Scalar(v) => Ok(v),
+            _ => Err(QueryError::Execution(format!("{what} must be a scalar"))),
+        }
+    }
+
+    /// Evaluates to an instant vector, or fails.
+    pub(crate) fn eval_vector(&self, e: &Expr, what: &str) -> Result<Vec<Series>> {
+        match self.eval(e)? {
+            Value::Vector(v) => Ok(v),
+            _ => Err(QueryError::Execution(format!(
+                "{what} must be an instant vector"
+            ))),
+        }
+    }
+
+    /// Evaluates to a string.
+    pub(crate) fn eval_string(&self, e: &Expr, what: &str) -> Result<String> {
+        match self.eval(e)? {
+            Value::String(s) => Ok(s),
+            _ => Err(QueryError::Execution(format!("{what} must be a string"))),
+        }
+    }
+}
+
+/// The newest non-stale sample in `[t - lookback, t]`, as Prometheus' vector selector picks it.
+fn latest(s: &RawSeries, t: i64, lookback: i64) -> Option<(i64, f64)> {
+    let hi = s.timestamps.partition_point(|&x| x <= t);
+    if hi == 0 {
+        return None;
+    }
+    let j = hi - 1;
+    let ts = s.timestamps[j];
+    if ts < t - lookback || is_stale(s.values[j]) {
+        return None;
+    }
+    Some((ts, s.values[j]))
+}
+
+/// The operator's text, e.g. `+`, `sum`.
+pub(crate) fn op_name(op: &promql_parser::parser::token::TokenType) -> String {
+    op.to_string()
+}

@@ -1,0 +1,142 @@
+//! Where selectors read samples from: the store, or any [`SampleSource`] (tests use a fixed one).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{Array, Float64Array, TimestampMillisecondArray, UInt64Array};
+use sightline_storage::schema::col;
+use sightline_storage::{
+    MatchOp, Matcher, Predicate, ScanRequest, Signal, Store, TenantId, TimeRange, UnixNanos,
+};
+
+use super::value::{Labels, METRIC_NAME, RawSeries};
+use crate::error::{QueryError, Result};
+
+/// Supplies the raw samples of the series matching label matchers.
+pub trait SampleSource: Send + Sync {
+    /// Series matching every matcher, with their samples in `[start_ms, end_ms]`, sorted.
+    fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64) -> Result<Vec<RawSeries>>;
+}
+
+/// One tenant's metrics in a [`Store`].
+pub struct StoreSource<'a> {
+    store: &'a Store,
+    tenant: TenantId,
+}
+
+impl<'a> StoreSource<'a> {
+    /// Reads `tenant`'s samples from `store`.
+    pub fn new(store: &'a Store, tenant: TenantId) -> Self {
+        Self { store, tenant }
+    }
+}
+
+fn labels_of(def: &sightline_storage::SeriesDef) -> Labels {
+    let mut v: Vec<(String, String)> = Vec::with_capacity(def.labels.len() + 1);
+    v.push((METRIC_NAME.to_owned(), def.metric_name.clone()));
+    v.extend(def.labels.iter().cloned());
+    v.sort();
+    Arc::new(v)
+}
+
+impl SampleSource for StoreSource<'_> {
+    fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64) -> Result<Vec<RawSeries>> {
+        let defs = self.store.series(&self.tenant, matchers);
+        if defs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let start = UnixNanos::from_millis(start_ms.max(0));
+        let end = UnixNanos::from_millis(end_ms.saturating_add(1).max(0));
+        let range = TimeRange::new(start, end).map_err(QueryError::from)?;
+        let mut req = ScanRequest::new(self.tenant.clone(), Signal::Samples, range);
+        req.predicates = matchers.iter().cloned().map(Predicate::Attr).collect();
+        let res = self.store.scan(&req)?;
+        let mut by_id: HashMap<u64, (Vec<i64>, Vec<f64>)> = HashMap::new();
+        for b in &res.batches {
+            let ids = b
+                .column_by_name(col::SERIES_ID)
+                .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+                .ok_or_else(|| QueryError::Execution("sample batch without series_id".into()))?;
+            let ts = b
+                .column_by_name(col::TIMESTAMP)
+                .and_then(|c| c.as_any().downcast_ref::<TimestampMillisecondArray>())
+                .ok_or_else(|| QueryError::Execution("sample batch without timestamp".into()))?;
+            let vals = b
+                .column_by_name(col::VALUE)
+                .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
+                .ok_or_else(|| QueryError::Execution("sample batch without value".into()))?;
+            for i in 0..b.num_rows() {
+                let e = by_id.entry(ids.value(i)).or_default();
+                e.0.push(ts.value(i));
+                e.1.push(vals.value(i));
+            }
+        }
+        let mut out = Vec::with_capacity(defs.len());
+        for d in defs {
+            if let Some((timestamps, values)) = by_id.remove(&d.id.0) {
+                out.push(RawSeries {
+                    labels: labels_of(&d),
+                    timestamps,
+                    values,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Series held in memory (tests, and data computed elsewhere).
+#[derive(Debug, Default, Clone)]
+pub struct MemorySource {
+    /// The series.
+    pub series: Vec<RawSeries>,
+}
+
+impl SampleSource for MemorySource {
+    fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64) -> Result<Vec<RawSeries>> {
+        Ok(self
+            .series
+            .iter()
+            .filter(|s| {
+                matchers
+                    .iter()
+                    .all(|m| m.matches(super::value::label(&s.labels, &m.key)))
+            })
+            .filter_map(|s| {
+                let idx: Vec<usize> = (0..s.timestamps.len())
+                    .filter(|&i| s.timestamps[i] >= start_ms && s.timestamps[i] <= end_ms)
+                    .collect();
+                (!idx.is_empty()).then(|| RawSeries {
+                    labels: s.labels.clone(),
+                    timestamps: idx.iter().map(|&i| s.timestamps[i]).collect(),
+                    values: idx.iter().map(|&i| s.values[i]).collect(),
+                })
+            })
+            .collect())
+    }
+}
+
+/// Converts promql-parser matchers to storage matchers.
+pub fn convert_matchers(
+    name: Option<&str>,
+    matchers: &promql_parser::label::Matchers,
+) -> Result<Vec<Matcher>> {
+    if !matchers.or_matchers.is_empty() {
+        return Err(QueryError::Unsupported("`or` inside a selector".into()));
+    }
+    let mut out = Vec::with_capacity(matchers.matchers.len() + 1);
+    if let Some(n) = name {
+        out.push(Matcher::eq(METRIC_NAME, n));
+    }
+    for m in &matchers.matchers {
+        use promql_parser::label::MatchOp as P;
+        let op = match &m.op {
+            P::Equal => MatchOp::Eq,
+            P::NotEqual => MatchOp::NotEq,
+            P::Re(_) => MatchOp::Regex,
+            P::NotRe(_) => MatchOp::NotRegex,
+        };
+        out.push(Matcher::new(m.name.clone(), op, m.value.clone())?);
+    }
+    Ok(out)
+}

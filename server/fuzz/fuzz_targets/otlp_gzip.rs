@@ -1,0 +1,15 @@
+//! Fuzzes the capped gzip decompression of request bodies, then protobuf trace decoding.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sightline_server::Limits;
+use sightline_server::otlp::{self, Encoding, MapContext};
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(raw) = otlp::gunzip(data, 1 << 20)
+        && let Ok(req) = otlp::decode_traces(&raw, Encoding::Protobuf)
+    {
+        let ctx = MapContext::now(&Limits::default());
+        let _ = otlp::traces::map_traces(&req, &ctx);
+    }
+});
