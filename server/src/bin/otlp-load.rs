@@ -20,8 +20,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::metrics::v1::{
-    Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, metric::Data,
-    number_data_point,
+    Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, metric::Data, number_data_point,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
@@ -99,7 +98,11 @@ fn traces_body(seq: u64, batch: usize) -> Vec<u8> {
             Span {
                 trace_id: trace_id.to_vec(),
                 span_id: span_id.to_vec(),
-                name: if i % 8 == 0 { "rag-pipeline".into() } else { "chat gpt-4o".into() },
+                name: if i % 8 == 0 {
+                    "rag-pipeline".into()
+                } else {
+                    "chat gpt-4o".into()
+                },
                 kind: 3,
                 start_time_unix_nano: start,
                 end_time_unix_nano: start + 250_000_000,
@@ -136,7 +139,10 @@ fn metrics_body(seq: u64, batch: usize) -> Vec<u8> {
     let t = now_nanos();
     let points = (0..batch)
         .map(|i| NumberDataPoint {
-            attributes: vec![kv("model", s(&format!("m{}", i % 64))), kv("shard", s(&format!("{}", i / 64)))],
+            attributes: vec![
+                kv("model", s(&format!("m{}", i % 64))),
+                kv("shard", s(&format!("{}", i / 64))),
+            ],
             time_unix_nano: t,
             value: Some(number_data_point::Value::AsDouble((seq as f64) + i as f64)),
             ..Default::default()
@@ -149,7 +155,9 @@ fn metrics_body(seq: u64, batch: usize) -> Vec<u8> {
                 metrics: vec![Metric {
                     name: "llm.queue.latency".into(),
                     unit: "s".into(),
-                    data: Some(Data::Gauge(Gauge { data_points: points })),
+                    data: Some(Data::Gauge(Gauge {
+                        data_points: points,
+                    })),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -168,7 +176,9 @@ fn logs_body(seq: u64, batch: usize) -> Vec<u8> {
             severity_number: 9,
             severity_text: "INFO".into(),
             body: Some(AnyValue {
-                value: Some(s(&format!("request {seq}-{i} answered by gpt-4o in 250 ms with 120 tokens"))),
+                value: Some(s(&format!(
+                    "request {seq}-{i} answered by gpt-4o in 250 ms with 120 tokens"
+                ))),
             }),
             attributes: vec![kv("route", s("/ask"))],
             ..Default::default()
@@ -188,7 +198,14 @@ fn logs_body(seq: u64, batch: usize) -> Vec<u8> {
 }
 
 /// One request on a keep-alive connection; returns the status code.
-async fn post(conn: &mut TcpStream, addr: SocketAddr, path: &str, tenant: &str, body: &[u8], buf: &mut Vec<u8>) -> anyhow::Result<u16> {
+async fn post(
+    conn: &mut TcpStream,
+    addr: SocketAddr,
+    path: &str,
+    tenant: &str,
+    body: &[u8],
+    buf: &mut Vec<u8>,
+) -> anyhow::Result<u16> {
     let head = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/x-protobuf\r\nX-Scope-OrgID: {tenant}\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -205,7 +222,11 @@ async fn post(conn: &mut TcpStream, addr: SocketAddr, path: &str, tenant: &str, 
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let headers = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let status: u16 = headers.split_whitespace().nth(1).and_then(|x| x.parse().ok()).context("status")?;
+            let status: u16 = headers
+                .split_whitespace()
+                .nth(1)
+                .and_then(|x| x.parse().ok())
+                .context("status")?;
             let len: usize = headers
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
@@ -240,7 +261,8 @@ fn proc_hwm_kib(pid: u32) -> Option<u64> {
 }
 
 async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
-    let (path, make): (&str, fn(u64, usize) -> Vec<u8>) = match signal {
+    type MakeBody = fn(u64, usize) -> Vec<u8>;
+    let (path, make): (&str, MakeBody) = match signal {
         "traces" => ("/v1/traces", traces_body),
         "metrics" => ("/v1/metrics", metrics_body),
         "logs" => ("/v1/logs", logs_body),
@@ -264,13 +286,21 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
             let mut i = c;
             while Instant::now() < deadline {
                 let t = Instant::now();
-                let status = post(&mut conn, addr, path, &tenant, &bodies[i % bodies.len()], &mut buf).await?;
+                let status = post(
+                    &mut conn,
+                    addr,
+                    path,
+                    &tenant,
+                    &bodies[i % bodies.len()],
+                    &mut buf,
+                )
+                .await?;
                 if status == 200 {
                     lat.push(t.elapsed().as_micros() as u64);
                 } else {
                     errors += 1;
                 }
-                i += args_connections_stride();
+                i += STRIDE;
             }
             anyhow::Ok((lat, errors))
         }));
@@ -286,7 +316,12 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
     let cpu1 = args.pid.and_then(proc_cpu_micros);
     lat.sort_unstable();
     let items = lat.len() as f64 * args.batch as f64;
-    let pct = |q: f64| lat.get(((lat.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(0) as f64 / 1000.0;
+    let pct = |q: f64| {
+        lat.get(((lat.len() as f64 - 1.0) * q) as usize)
+            .copied()
+            .unwrap_or(0) as f64
+            / 1000.0
+    };
     let unit = match signal {
         "traces" => "spans",
         "metrics" => "samples",
@@ -301,7 +336,11 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
         pct(0.5),
         pct(0.99),
         match (cpu0, cpu1) {
-            (Some(a), Some(b)) if items > 0.0 => format!(", server CPU {:.2} us/{}", (b - a) as f64 / items, unit.trim_end_matches('s')),
+            (Some(a), Some(b)) if items > 0.0 => format!(
+                ", server CPU {:.2} us/{}",
+                (b - a) as f64 / items,
+                unit.trim_end_matches('s')
+            ),
             _ => String::new(),
         },
         args.pid
@@ -312,9 +351,8 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn args_connections_stride() -> usize {
-    7
-}
+/// Step between the pre-built bodies one connection sends (co-prime with their count).
+const STRIDE: usize = 7;
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
