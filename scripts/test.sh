@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 VENV="${SIGHTLINE_VENV:-$PWD/.venv}"
 PY_REQS=(tests/python/requirements.txt)
-for extra in detect/tests/python/requirements.txt; do
+for extra in detect/tests/python/requirements.txt server/tests/python/requirements.txt; do
   [[ -f "$extra" ]] && PY_REQS+=("$extra")
 done
 

@@ -18,12 +18,16 @@ pub struct Cli {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
     /// Run the server: OTLP/HTTP (and the HTTP APIs) on one port, OTLP/gRPC on another.
     ///
     /// Listens on loopback only unless told otherwise. Stops on SIGTERM or SIGINT: stops
     /// accepting, finishes in-flight requests, flushes and fsyncs the store, exits 0.
     Serve(ServeArgs),
+    /// Granger causality between two columns of a CSV file (does a quality metric help predict
+    /// a KPI?): the four statsmodels statistics per lag, AIC/BIC lag choice, ADF verdicts.
+    Granger(crate::granger_cli::GrangerArgs),
 }
 
 /// Log output format.

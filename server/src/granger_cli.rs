@@ -42,7 +42,8 @@ pub enum DifferenceArg {
 
 /// Reads two numeric columns of a CSV file (plain CSV: no quoted commas).
 pub fn read_columns(path: &Path, a: &str, b: &str) -> Result<(Vec<f64>, Vec<f64>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<String> = lines
         .next()
@@ -51,17 +52,22 @@ pub fn read_columns(path: &Path, a: &str, b: &str) -> Result<(Vec<f64>, Vec<f64>
         .map(|h| h.trim().trim_matches('"').to_owned())
         .collect();
     let find = |name: &str| {
-        header
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| format!("no column {name:?} in {} (columns: {})", path.display(), header.join(", ")))
+        header.iter().position(|h| h == name).ok_or_else(|| {
+            format!(
+                "no column {name:?} in {} (columns: {})",
+                path.display(),
+                header.join(", ")
+            )
+        })
     };
     let (ia, ib) = (find(a)?, find(b)?);
     let (mut xa, mut xb) = (Vec::new(), Vec::new());
     for (n, line) in lines.enumerate() {
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();
         let get = |i: usize, name: &str| -> Result<f64, String> {
-            let cell = cells.get(i).ok_or_else(|| format!("row {} has no {name} cell", n + 2))?;
+            let cell = cells
+                .get(i)
+                .ok_or_else(|| format!("row {} has no {name} cell", n + 2))?;
             cell.trim_matches('"')
                 .parse::<f64>()
                 .map_err(|_| format!("row {}: {name} = {cell:?} is not a number", n + 2))
@@ -81,7 +87,11 @@ pub fn table(args: &GrangerArgs, r: &GrangerResponse) -> String {
         args.cause,
         args.effect,
         r.nobs,
-        if r.differenced > 0 { format!(", differenced {}x", r.differenced) } else { String::new() }
+        if r.differenced > 0 {
+            format!(", differenced {}x", r.differenced)
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         s,
@@ -104,18 +114,28 @@ pub fn table(args: &GrangerArgs, r: &GrangerResponse) -> String {
             l.partial_r2
         );
     }
-    let _ = writeln!(s, "selected lag: AIC {}, BIC {}", r.selected_lag.aic, r.selected_lag.bic);
+    let _ = writeln!(
+        s,
+        "selected lag: AIC {}, BIC {}",
+        r.selected_lag.aic, r.selected_lag.bic
+    );
     if let Some(last) = r.stationarity.last() {
-        let verdict = |v: &sightline_detect::granger::StationarityVerdict| match (&v.adf, v.stationary) {
-            (Some(adf), Some(st)) => format!(
-                "{} (ADF {:.3}, p {:.3})",
-                if st { "stationary" } else { "not stationary" },
-                adf.statistic,
-                adf.pvalue
-            ),
-            _ => format!("not tested ({})", v.error.as_deref().unwrap_or("unknown")),
-        };
-        let _ = writeln!(s, "stationarity: cause {}; effect {}", verdict(&last.cause), verdict(&last.effect));
+        let verdict =
+            |v: &sightline_detect::granger::StationarityVerdict| match (&v.adf, v.stationary) {
+                (Some(adf), Some(st)) => format!(
+                    "{} (ADF {:.3}, p {:.3})",
+                    if st { "stationary" } else { "not stationary" },
+                    adf.statistic,
+                    adf.pvalue
+                ),
+                _ => format!("not tested ({})", v.error.as_deref().unwrap_or("unknown")),
+            };
+        let _ = writeln!(
+            s,
+            "stationarity: cause {}; effect {}",
+            verdict(&last.cause),
+            verdict(&last.effect)
+        );
     }
     s
 }

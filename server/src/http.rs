@@ -2,8 +2,10 @@
 //! a `routes()` function; query APIs are added the same way.
 //!
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
-//! * [`ops`]: `GET /metrics`, `/health`, `/ready`.
+//! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
+//! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`.
 
+pub mod detect;
 pub mod ops;
 pub mod otlp;
 
@@ -20,6 +22,7 @@ pub type AppState = Arc<Ingest>;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(otlp::routes())
+        .merge(detect::routes())
         .merge(ops::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)

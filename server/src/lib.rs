@@ -19,6 +19,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod granger_cli;
 pub mod grpc;
 pub mod http;
 pub mod ingest;

@@ -40,11 +40,24 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/detect/granger", post(granger_handler))
 }
 
-fn error(status: StatusCode, msg: impl std::fmt::Display) -> Response {
-    (status, axum::Json(json!({"status": "error", "error": msg.to_string()}))).into_response()
+/// An error answer: status plus message, rendered as `{"status": "error", "error": ...}`.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            axum::Json(json!({"status": "error", "error": self.1})),
+        )
+            .into_response()
+    }
 }
 
-fn tenant(st: &AppState, headers: &HeaderMap) -> Result<sightline_storage::TenantId, Response> {
+fn error(status: StatusCode, msg: impl std::fmt::Display) -> ApiError {
+    ApiError(status, msg.to_string())
+}
+
+fn tenant(st: &AppState, headers: &HeaderMap) -> Result<sightline_storage::TenantId, ApiError> {
     st.tenant(
         headers.get("authorization").map(|v| v.as_bytes()),
         headers.get("x-scope-orgid").map(|v| v.as_bytes()),
@@ -52,8 +65,9 @@ fn tenant(st: &AppState, headers: &HeaderMap) -> Result<sightline_storage::Tenan
     .map_err(|e| error(StatusCode::UNAUTHORIZED, e))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
-    serde_json::from_slice(body).map_err(|e| error(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}")))
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}")))
 }
 
 #[derive(Deserialize)]
@@ -65,30 +79,30 @@ struct EntropyRequest {
 
 async fn entropy(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(r) = tenant(&st, &headers) {
-        return r;
+        return r.into_response();
     }
     let req: EntropyRequest = match parse(&body) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match response_uncertainty(&req.logprobs, &req.options) {
         Ok(u) => axum::Json(u).into_response(),
-        Err(e) => error(StatusCode::BAD_REQUEST, e),
+        Err(e) => error(StatusCode::BAD_REQUEST, e).into_response(),
     }
 }
 
 async fn hallucination(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(r) = tenant(&st, &headers) {
-        return r;
+        return r.into_response();
     }
     let req: HallucinationRequest = match parse(&body) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match tokio::task::spawn_blocking(move || hallucination_index(&req)).await {
         Ok(Ok(report)) => axum::Json(report).into_response(),
-        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, e),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, e).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
     }
 }
 
@@ -112,13 +126,22 @@ fn default_alpha() -> f64 {
 
 /// The single series a query yields, as values on the step grid (missing steps fail: Granger
 /// needs aligned, gap-free series).
-fn one_series(result: QueryResult, what: &str, n: usize, start_ms: i64, step_ms: i64) -> Result<Vec<f64>, String> {
+fn one_series(
+    result: QueryResult,
+    what: &str,
+    n: usize,
+    start_ms: i64,
+    step_ms: i64,
+) -> Result<Vec<f64>, String> {
     let series = match result {
         QueryResult::Matrix(m) => m,
         _ => return Err(format!("{what} did not evaluate to a series")),
     };
     let [s] = series.as_slice() else {
-        return Err(format!("{what} must yield exactly one series, got {}; aggregate it (e.g. sum(...))", series.len()));
+        return Err(format!(
+            "{what} must yield exactly one series, got {}; aggregate it (e.g. sum(...))",
+            series.len()
+        ));
     };
     let mut out = vec![f64::NAN; n];
     for &(t, v) in &s.points {
@@ -128,7 +151,10 @@ fn one_series(result: QueryResult, what: &str, n: usize, start_ms: i64, step_ms:
         }
     }
     if let Some(i) = out.iter().position(|v| v.is_nan()) {
-        return Err(format!("{what} has no value at step {i} (t={} s); choose a range without gaps", (start_ms + i as i64 * step_ms) / 1000));
+        return Err(format!(
+            "{what} has no value at step {i} (t={} s); choose a range without gaps",
+            (start_ms + i as i64 * step_ms) / 1000
+        ));
     }
     Ok(out)
 }
@@ -136,27 +162,37 @@ fn one_series(result: QueryResult, what: &str, n: usize, start_ms: i64, step_ms:
 async fn granger_handler(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let tenant = match tenant(&st, &headers) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let value: serde_json::Value = match parse(&body) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let store = st.store().clone();
-    let work = move || -> Result<serde_json::Value, Response> {
+    let work = move || -> Result<serde_json::Value, ApiError> {
         let req: GrangerRequest = if value.get("cause_query").is_some() {
-            let q: QueryGranger = serde_json::from_value(value).map_err(|e| error(StatusCode::BAD_REQUEST, e))?;
-            if !(q.step > 0.0) || !(q.end > q.start) {
-                return Err(error(StatusCode::BAD_REQUEST, "need start < end and step > 0 (seconds)"));
+            let q: QueryGranger =
+                serde_json::from_value(value).map_err(|e| error(StatusCode::BAD_REQUEST, e))?;
+            if q.step.is_nan() || q.step <= 0.0 || q.end.is_nan() || q.end <= q.start {
+                return Err(error(
+                    StatusCode::BAD_REQUEST,
+                    "need start < end and step > 0 (seconds)",
+                ));
             }
-            let (start_ms, end_ms, step_ms) =
-                ((q.start * 1000.0) as i64, (q.end * 1000.0) as i64, ((q.step * 1000.0) as i64).max(1));
+            let (start_ms, end_ms, step_ms) = (
+                (q.start * 1000.0) as i64,
+                (q.end * 1000.0) as i64,
+                ((q.step * 1000.0) as i64).max(1),
+            );
             let n = ((end_ms - start_ms) / step_ms + 1) as usize;
             let src = StoreSource::new(&store, tenant);
             let run = |query: &str, what: &str| {
                 range_query(&src, query, start_ms, end_ms, step_ms)
                     .map_err(|e| error(StatusCode::BAD_REQUEST, format!("{what}: {e}")))
-                    .and_then(|r| one_series(r, what, n, start_ms, step_ms).map_err(|e| error(StatusCode::BAD_REQUEST, e)))
+                    .and_then(|r| {
+                        one_series(r, what, n, start_ms, step_ms)
+                            .map_err(|e| error(StatusCode::BAD_REQUEST, e))
+                    })
             };
             GrangerRequest {
                 cause: run(&q.cause_query, "cause_query")?,
@@ -166,17 +202,21 @@ async fn granger_handler(State(st): State<AppState>, headers: HeaderMap, body: B
                 alpha: q.alpha,
             }
         } else {
-            serde_json::from_value(value).map_err(|e| error(StatusCode::BAD_REQUEST, format!("invalid request: {e}")))?
+            serde_json::from_value(value)
+                .map_err(|e| error(StatusCode::BAD_REQUEST, format!("invalid request: {e}")))?
         };
         if req.cause.len() > MAX_GRANGER_POINTS || req.effect.len() > MAX_GRANGER_POINTS {
-            return Err(error(StatusCode::BAD_REQUEST, format!("series longer than {MAX_GRANGER_POINTS} points")));
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                format!("series longer than {MAX_GRANGER_POINTS} points"),
+            ));
         }
         let res = granger(&req).map_err(|e| error(StatusCode::BAD_REQUEST, e))?;
         serde_json::to_value(res).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(v)) => axum::Json(v).into_response(),
-        Ok(Err(r)) => r,
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        Ok(Err(r)) => r.into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
     }
 }
