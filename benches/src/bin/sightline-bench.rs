@@ -150,6 +150,35 @@ fn load_samples(store: &Store, series: usize, points: usize) -> Result<u64, Stri
     Ok(total)
 }
 
+/// Appends batches from `pool` round-robin until `stop`, backing off when the store refuses
+/// for memory; returns the acknowledgement latencies (ms).
+fn writer_loop<T>(
+    stop: &AtomicBool,
+    rows: &AtomicU64,
+    rejected: &AtomicU64,
+    pool: &[T],
+    mut append: impl FnMut(&T) -> Result<usize, sightline_storage::StorageError>,
+) -> Vec<f64> {
+    let mut lat = Vec::new();
+    let mut i = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        let t = Instant::now();
+        match append(&pool[i % pool.len()]) {
+            Ok(n) => {
+                lat.push(t.elapsed().as_secs_f64() * 1e3);
+                rows.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(sightline_storage::StorageError::OverBudget { retry_after, .. }) => {
+                rejected.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(retry_after.min(Duration::from_millis(20)));
+            }
+            Err(e) => panic!("append failed: {e}"),
+        }
+        i += 1;
+    }
+    lat
+}
+
 fn config(fsync: FsyncPolicy) -> StoreConfig {
     StoreConfig {
         fsync,
@@ -205,28 +234,9 @@ fn run_ingest(
                     })
                     .collect();
                 std::thread::spawn(move || {
-                    let mut lat = Vec::new();
-                    let mut i = 0usize;
-                    while !stop.load(Ordering::Relaxed) {
-                        let b = &pool[i % pool.len()];
-                        let t = Instant::now();
-                        match store.append_metrics(&tenant(), b) {
-                            Ok(()) => {
-                                lat.push(t.elapsed().as_secs_f64() * 1e3);
-                                rows.fetch_add(b.samples.len() as u64, Ordering::Relaxed);
-                            }
-                            Err(sightline_storage::StorageError::OverBudget {
-                                retry_after,
-                                ..
-                            }) => {
-                                rejected.fetch_add(1, Ordering::Relaxed);
-                                std::thread::sleep(retry_after.min(Duration::from_millis(20)));
-                            }
-                            Err(e) => panic!("append failed: {e}"),
-                        }
-                        i += 1;
-                    }
-                    lat
+                    writer_loop(&stop, &rows, &rejected, &pool, |b| {
+                        store.append_metrics(&tenant(), b).map(|()| b.samples.len())
+                    })
                 })
             }
             SignalArg::Spans => {
@@ -244,28 +254,9 @@ fn run_ingest(
                     })
                     .collect();
                 std::thread::spawn(move || {
-                    let mut lat = Vec::new();
-                    let mut i = 0usize;
-                    while !stop.load(Ordering::Relaxed) {
-                        let b = &pool[i % pool.len()];
-                        let t = Instant::now();
-                        match store.append_spans(&tenant(), b) {
-                            Ok(()) => {
-                                lat.push(t.elapsed().as_secs_f64() * 1e3);
-                                rows.fetch_add(b.len() as u64, Ordering::Relaxed);
-                            }
-                            Err(sightline_storage::StorageError::OverBudget {
-                                retry_after,
-                                ..
-                            }) => {
-                                rejected.fetch_add(1, Ordering::Relaxed);
-                                std::thread::sleep(retry_after.min(Duration::from_millis(20)));
-                            }
-                            Err(e) => panic!("append failed: {e}"),
-                        }
-                        i += 1;
-                    }
-                    lat
+                    writer_loop(&stop, &rows, &rejected, &pool, |b| {
+                        store.append_spans(&tenant(), b).map(|()| b.len())
+                    })
                 })
             }
         };
