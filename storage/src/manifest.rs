@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{IoContext, Result, StorageError};
 use crate::fsutil;
-use crate::types::{Lsn, SegmentId, Signal, TenantId, UnixNanos};
+use crate::types::{Lsn, SegmentId, Signal, TenantId, UnixNanos, civil_from_days};
 
 /// File name of the manifest inside the data directory.
 pub const FILE_NAME: &str = "MANIFEST";
@@ -78,20 +78,6 @@ impl SegmentMeta {
     pub fn partition_end(&self) -> UnixNanos {
         self.partition_start.saturating_add(self.partition_nanos)
     }
-}
-
-/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// Directory name of a partition: its UTC start, e.g. `20261129T1400Z`.

@@ -8,7 +8,6 @@
 //! `k != "v"` matches rows without `k`, and regexes are anchored at both ends.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Int32Array, Int64Array, MapArray, RecordBatch, StringArray,
@@ -343,9 +342,6 @@ pub(crate) fn and_masks(
     };
     Ok(BooleanArray::new(&va & &vb, None))
 }
-
-/// A shared, immutable request.
-pub type SharedRequest = Arc<ScanRequest>;
 
 #[cfg(test)]
 mod tests {

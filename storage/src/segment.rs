@@ -37,7 +37,7 @@ use crate::model::SeriesDef;
 use crate::postings::Postings;
 use crate::schema::{self, col};
 use crate::text_index::TextIndex;
-use crate::types::Signal;
+use crate::types::{Signal, UnixNanos};
 
 /// Parquet rows file.
 pub const DATA_FILE: &str = "data.parquet";
@@ -66,6 +66,21 @@ pub(crate) fn time_values(signal: Signal, batch: &RecordBatch) -> Result<ScalarB
         "{name} has type {}",
         c.data_type()
     )))
+}
+
+/// Smallest and largest time-column value of a batch, in nanoseconds.
+pub(crate) fn time_bounds(signal: Signal, batch: &RecordBatch) -> Result<(UnixNanos, UnixNanos)> {
+    let ts = time_values(signal, batch)?;
+    let unit = schema::time_unit_nanos(signal);
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for &t in ts.iter() {
+        lo = lo.min(t);
+        hi = hi.max(t);
+    }
+    Ok((
+        UnixNanos(lo.saturating_mul(unit)),
+        UnixNanos(hi.saturating_mul(unit)),
+    ))
 }
 
 /// An open segment with its indexes in memory.

@@ -139,20 +139,6 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn time_bounds(signal: Signal, batch: &RecordBatch) -> Result<(UnixNanos, UnixNanos)> {
-    let ts = crate::segment::time_values(signal, batch)?;
-    let unit = crate::schema::time_unit_nanos(signal);
-    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-    for &t in ts.iter() {
-        lo = lo.min(t);
-        hi = hi.max(t);
-    }
-    Ok((
-        UnixNanos(lo.saturating_mul(unit)),
-        UnixNanos(hi.saturating_mul(unit)),
-    ))
-}
-
 impl Store {
     /// Opens (or creates) the data directory at `root`: takes its lock, loads the manifest,
     /// verifies and opens segments (quarantining damaged ones), deletes leftovers of interrupted
@@ -405,7 +391,7 @@ impl Inner {
         series: Vec<SeriesDef>,
     ) -> Result<()> {
         let rows = batch.num_rows();
-        let (min_time, max_time) = time_bounds(signal, &batch)?;
+        let (min_time, max_time) = crate::segment::time_bounds(signal, &batch)?;
         // Times before 1970 or past 2262 (where nanoseconds leave i64) are refused: partition
         // arithmetic and every reader assume the range.
         if min_time.0 < 0 || max_time.0 == i64::MAX {

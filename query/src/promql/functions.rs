@@ -632,7 +632,7 @@ fn calendar(name: &str, secs: f64) -> Option<f64> {
     let s = secs.floor() as i64;
     let days = s.div_euclid(86_400);
     let rem = s.rem_euclid(86_400);
-    let (y, m, d) = civil(days);
+    let (y, m, d) = sightline_storage::types::civil_from_days(days);
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     let month_len = [
         31,
@@ -658,16 +658,4 @@ fn calendar(name: &str, secs: f64) -> Option<f64> {
         "year" => y as f64,
         _ => month_len[m as usize - 1] as f64,
     })
-}
-
-fn civil(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }

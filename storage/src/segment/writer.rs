@@ -262,17 +262,6 @@ fn sample_postings(
     Ok((p, present))
 }
 
-fn time_bounds(signal: Signal, batch: &RecordBatch) -> Result<(i64, i64)> {
-    let ts = super::time_values(signal, batch)?;
-    let unit = schema::time_unit_nanos(signal);
-    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-    for &t in ts.iter() {
-        lo = lo.min(t);
-        hi = hi.max(t);
-    }
-    Ok((lo.saturating_mul(unit), hi.saturating_mul(unit)))
-}
-
 fn checksum_tree(base: &Path, dir: &Path, out: &mut Vec<FileChecksum>) -> Result<()> {
     let mut entries: Vec<_> = fs::read_dir(dir)
         .at(dir)?
@@ -350,9 +339,9 @@ pub(crate) fn write_segment(
         )?;
     }
 
-    let (lo, hi) = time_bounds(signal, &sorted)?;
-    meta.min_time = crate::types::UnixNanos(lo);
-    meta.max_time = crate::types::UnixNanos(hi);
+    let (lo, hi) = super::time_bounds(signal, &sorted)?;
+    meta.min_time = lo;
+    meta.max_time = hi;
     meta.rows = sorted.num_rows() as u64;
     let mut files = Vec::new();
     checksum_tree(&dir, &dir, &mut files)?;

@@ -198,7 +198,7 @@ pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenRepor
                     cat.insert(Arc::new(d));
                 }
             }
-            let (lo, hi) = super::time_bounds(entry.signal, &entry.batch)?;
+            let (lo, hi) = crate::segment::time_bounds(entry.signal, &entry.batch)?;
             let bytes = crate::columnar::batch_bytes(&entry.batch);
             budget.force(bytes);
             active
