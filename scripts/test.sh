@@ -18,6 +18,16 @@ fi
 export SIGHTLINE_PYTHON="$VENV/bin/python"
 export SIGHTLINE_REQUIRE_PYTHON=1
 
+echo "==> Prometheus 2.42 and promtool (reference engine for the PromQL golden suite, remote-write peer)"
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+  SUDO=""
+  [[ "$(id -u)" != 0 ]] && SUDO="sudo"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+# The tests start their own Prometheus instances on free loopback ports.
+export SIGHTLINE_REQUIRE_PROMETHEUS=1
+
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 

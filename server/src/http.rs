@@ -18,6 +18,19 @@ use crate::ingest::Ingest;
 /// State shared by every handler.
 pub type AppState = Arc<Ingest>;
 
+/// The tenant of a request, from its `Authorization: Bearer` token (auth on) or its
+/// `X-Scope-OrgID` header (auth off); see [`crate::auth`]. Every query and ingest route calls
+/// this before touching the store, so no request reads or writes another tenant's data.
+pub fn request_tenant(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+) -> Result<sightline_storage::TenantId, crate::IngestError> {
+    state.tenant(
+        headers.get("authorization").map(|v| v.as_bytes()),
+        headers.get("x-scope-orgid").map(|v| v.as_bytes()),
+    )
+}
+
 /// The full router.
 pub fn router(state: AppState) -> Router {
     Router::new()

@@ -58,11 +58,7 @@ fn error(status: StatusCode, msg: impl std::fmt::Display) -> ApiError {
 }
 
 fn tenant(st: &AppState, headers: &HeaderMap) -> Result<sightline_storage::TenantId, ApiError> {
-    st.tenant(
-        headers.get("authorization").map(|v| v.as_bytes()),
-        headers.get("x-scope-orgid").map(|v| v.as_bytes()),
-    )
-    .map_err(|e| error(StatusCode::UNAUTHORIZED, e))
+    super::request_tenant(st, headers).map_err(|e| error(StatusCode::UNAUTHORIZED, e))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
