@@ -1,0 +1,490 @@
+//! The vectorized half of a plan: numeric filters as row masks, group keys interned column by
+//! column into small integer ids, a composite id per row looked up once in a hash table, and one
+//! accumulator per (group, aggregate). A plan without aggregates keeps the top rows by one field.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use arrow_array::{Array, RecordBatch, UInt8Array};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use sightline_storage::model::StatusCode;
+use sightline_storage::schema::col;
+
+use super::fields::{KeyCol, NumCol, numeric_field, times};
+use super::{AggFunc, Explain, GroupBy, MAX_GROUPS, OrderBy, OrderKey, Plan, Table};
+use crate::error::{QueryError, Result};
+
+/// One output value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// A group key or text column.
+    Str(String),
+    /// A time bucket start (nanoseconds) or an integer.
+    Int(i64),
+    /// An aggregate value.
+    Num(f64),
+    /// No value (an aggregate over no values, a row without the field).
+    Null,
+}
+
+impl Cell {
+    /// The numeric value, if any.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Cell::Num(v) => Some(*v),
+            Cell::Int(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Cell {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Cell::Str(v) => s.serialize_str(v),
+            Cell::Int(v) => s.serialize_i64(*v),
+            Cell::Num(v) if v.is_finite() => s.serialize_f64(*v),
+            Cell::Num(_) | Cell::Null => s.serialize_none(),
+        }
+    }
+}
+
+/// Running state of one aggregate in one group.
+#[derive(Clone, Debug)]
+enum Acc {
+    Count(u64),
+    Sum { sum: f64, n: u64 },
+    Min(Option<f64>),
+    Max(Option<f64>),
+    Values(Vec<f64>),
+    Errors { errors: u64, total: u64 },
+}
+
+impl Acc {
+    fn new(f: AggFunc) -> Self {
+        match f {
+            AggFunc::Count | AggFunc::Rate => Acc::Count(0),
+            AggFunc::Sum | AggFunc::Avg => Acc::Sum { sum: 0.0, n: 0 },
+            AggFunc::Min => Acc::Min(None),
+            AggFunc::Max => Acc::Max(None),
+            AggFunc::Quantile(_) => Acc::Values(Vec::new()),
+            AggFunc::ErrorRatio => Acc::Errors {
+                errors: 0,
+                total: 0,
+            },
+        }
+    }
+
+    fn finish(&mut self, f: AggFunc, seconds: f64) -> Cell {
+        match (f, self) {
+            (AggFunc::Count, Acc::Count(n)) => Cell::Int(*n as i64),
+            (AggFunc::Rate, Acc::Count(n)) => Cell::Num(*n as f64 / seconds),
+            (AggFunc::Sum, Acc::Sum { sum, n }) if *n > 0 => Cell::Num(*sum),
+            (AggFunc::Avg, Acc::Sum { sum, n }) if *n > 0 => Cell::Num(*sum / *n as f64),
+            (AggFunc::Min, Acc::Min(Some(v))) | (AggFunc::Max, Acc::Max(Some(v))) => Cell::Num(*v),
+            (AggFunc::Quantile(q), Acc::Values(v)) if !v.is_empty() => Cell::Num(quantile(v, q)),
+            (AggFunc::ErrorRatio, Acc::Errors { errors, total }) if *total > 0 => {
+                Cell::Num(*errors as f64 / *total as f64)
+            }
+            _ => Cell::Null,
+        }
+    }
+}
+
+/// Quantile with linear interpolation between closest ranks (Prometheus' `quantile`).
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    let n = v.len();
+    let rank = q * (n - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    let (_, lo_v, rest) = v.select_nth_unstable_by(lo, f64::total_cmp);
+    let lo_v = *lo_v;
+    if hi == lo {
+        return lo_v;
+    }
+    let hi_v = rest.iter().copied().fold(f64::INFINITY, f64::min);
+    lo_v + (hi_v - lo_v) * (rank - lo as f64)
+}
+
+/// Interns the values of one group-by column into dense ids.
+enum Interner {
+    Text {
+        ids: HashMap<String, u32>,
+        values: Vec<String>,
+    },
+    Time {
+        step: i64,
+        ids: FxHashMap<i64, u32>,
+        values: Vec<i64>,
+    },
+}
+
+impl Interner {
+    fn new(g: &GroupBy) -> Self {
+        match g {
+            GroupBy::Key(_) => Interner::Text {
+                ids: HashMap::new(),
+                values: Vec::new(),
+            },
+            GroupBy::Time(step) => Interner::Time {
+                step: *step,
+                ids: FxHashMap::default(),
+                values: Vec::new(),
+            },
+        }
+    }
+
+    fn text(&mut self, s: &str) -> u32 {
+        let Interner::Text { ids, values } = self else {
+            return 0;
+        };
+        if let Some(&id) = ids.get(s) {
+            return id;
+        }
+        let id = values.len() as u32;
+        values.push(s.to_owned());
+        ids.insert(s.to_owned(), id);
+        id
+    }
+
+    fn time(&mut self, t: i64) -> u32 {
+        let Interner::Time { step, ids, values } = self else {
+            return 0;
+        };
+        let b = t.div_euclid(*step) * *step;
+        *ids.entry(b).or_insert_with(|| {
+            values.push(b);
+            (values.len() - 1) as u32
+        })
+    }
+
+    fn cell(&self, id: u32) -> Cell {
+        match self {
+            Interner::Text { values, .. } => values
+                .get(id as usize)
+                .map_or(Cell::Null, |v| Cell::Str(v.clone())),
+            Interner::Time { values, .. } => values
+                .get(id as usize)
+                .map_or(Cell::Null, |v| Cell::Int(*v)),
+        }
+    }
+}
+
+/// Runs the in-memory half of `plan` over the scanned batches.
+pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
+    let mut explain = Explain::default();
+    if plan.aggregates.is_empty() {
+        return top_rows(plan, batches, explain);
+    }
+    if plan.group_by.len() > 4 {
+        return Err(QueryError::BadRequest("at most 4 group-by keys".into()));
+    }
+    let mut interners: Vec<Interner> = plan.group_by.iter().map(Interner::new).collect();
+    let mut groups: FxHashMap<u128, u32> = FxHashMap::default();
+    let mut group_keys: Vec<u128> = Vec::new();
+    let mut accs: Vec<Vec<Acc>> = Vec::new();
+    let agg_fields: Vec<Option<&'static str>> = plan
+        .aggregates
+        .iter()
+        .map(|a| match (a.func, &a.field) {
+            (AggFunc::Count | AggFunc::Rate | AggFunc::ErrorRatio, _) | (_, None) => Ok(None),
+            (_, Some(f)) => numeric_field(plan.signal, f).map(|f| Some(f.column)),
+        })
+        .collect::<Result<_>>()?;
+    let mut ids: Vec<Vec<u32>> = vec![Vec::new(); plan.group_by.len()];
+    let mut t_min = i64::MAX;
+    let mut t_max = i64::MIN;
+    for batch in batches {
+        let n = batch.num_rows();
+        explain.rows_scanned += n as u64;
+        let keep = filter_mask(plan, batch)?;
+        let ts = times(batch, plan.signal)?;
+        for (gi, g) in plan.group_by.iter().enumerate() {
+            let out = &mut ids[gi];
+            out.clear();
+            match g {
+                GroupBy::Key(k) => {
+                    let kc = KeyCol::new(batch, plan.signal, k)?;
+                    let it = &mut interners[gi];
+                    out.extend((0..n).map(|i| {
+                        if keep.as_ref().is_some_and(|m| !m[i]) {
+                            0
+                        } else {
+                            it.text(&kc.get(i))
+                        }
+                    }));
+                }
+                GroupBy::Time(_) => {
+                    let it = &mut interners[gi];
+                    out.extend(ts.values().iter().map(|&t| it.time(t)));
+                }
+            }
+        }
+        let nums: Vec<Option<NumCol<'_>>> = agg_fields
+            .iter()
+            .map(|c| c.map(|c| NumCol::new(batch, c)).transpose())
+            .collect::<Result<_>>()?;
+        let status: Option<&UInt8Array> = if plan
+            .aggregates
+            .iter()
+            .any(|a| a.func == AggFunc::ErrorRatio)
+        {
+            batch
+                .column_by_name(col::STATUS_CODE)
+                .and_then(|a| a.as_any().downcast_ref())
+        } else {
+            None
+        };
+        let error_code = StatusCode::Error as u8;
+        for i in 0..n {
+            if keep.as_ref().is_some_and(|m| !m[i]) {
+                continue;
+            }
+            explain.rows_filtered += 1;
+            let t = ts.value(i);
+            t_min = t_min.min(t);
+            t_max = t_max.max(t);
+            let mut key: u128 = 0;
+            for col_ids in &ids {
+                key = (key << 32) | u128::from(col_ids[i]);
+            }
+            let g = match groups.get(&key) {
+                Some(&g) => g as usize,
+                None => {
+                    if group_keys.len() >= MAX_GROUPS {
+                        return Err(QueryError::Execution(format!(
+                            "the plan forms more than {MAX_GROUPS} groups; group by fewer keys or coarser time buckets"
+                        )));
+                    }
+                    groups.insert(key, group_keys.len() as u32);
+                    group_keys.push(key);
+                    accs.push(plan.aggregates.iter().map(|a| Acc::new(a.func)).collect());
+                    group_keys.len() - 1
+                }
+            };
+            for (ai, acc) in accs[g].iter_mut().enumerate() {
+                let v = nums[ai].as_ref().and_then(|c| c.get(i));
+                match acc {
+                    Acc::Count(c) => *c += 1,
+                    Acc::Sum { sum, n } => {
+                        if let Some(v) = v {
+                            *sum += v;
+                            *n += 1;
+                        }
+                    }
+                    Acc::Min(m) => {
+                        if let Some(v) = v {
+                            *m = Some(m.map_or(v, |m| m.min(v)));
+                        }
+                    }
+                    Acc::Max(m) => {
+                        if let Some(v) = v {
+                            *m = Some(m.map_or(v, |m| m.max(v)));
+                        }
+                    }
+                    Acc::Values(vs) => vs.extend(v),
+                    Acc::Errors { errors, total } => {
+                        *total += 1;
+                        if status.is_some_and(|s| s.value(i) == error_code) {
+                            *errors += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let seconds = rate_seconds(plan, t_min, t_max);
+    let mut rows: Vec<(Vec<Cell>, Vec<Cell>)> = group_keys
+        .iter()
+        .zip(accs.iter_mut())
+        .map(|(key, acc)| {
+            let k = plan.group_by.len();
+            let keys = (0..k)
+                .map(|gi| {
+                    let id = (key >> (32 * (k - 1 - gi) as u32)) as u32;
+                    interners[gi].cell(id)
+                })
+                .collect();
+            let vals = plan
+                .aggregates
+                .iter()
+                .zip(acc.iter_mut())
+                .map(|(a, acc)| acc.finish(a.func, seconds))
+                .collect();
+            (keys, vals)
+        })
+        .collect();
+    explain.groups = rows.len();
+    match &plan.order_by {
+        Some(OrderBy {
+            by: OrderKey::Aggregate(i),
+            descending,
+        }) => rows.sort_by(|a, b| {
+            let o = cmp_cells(&a.1[*i], &b.1[*i]);
+            if *descending { o.reverse() } else { o }.then_with(|| cmp_rows(&a.0, &b.0))
+        }),
+        _ => rows.sort_by(|a, b| cmp_rows(&a.0, &b.0)),
+    }
+    if let Some(l) = plan.limit {
+        rows.truncate(l);
+    }
+    let mut columns: Vec<String> = plan
+        .group_by
+        .iter()
+        .map(|g| match g {
+            GroupBy::Key(k) => k.clone(),
+            GroupBy::Time(_) => "time".to_owned(),
+        })
+        .collect();
+    columns.extend(plan.aggregates.iter().map(|a| a.header()));
+    explain.rows_returned = rows.len();
+    Ok(Table {
+        columns,
+        rows: rows
+            .into_iter()
+            .map(|(mut k, v)| {
+                k.extend(v);
+                k
+            })
+            .collect(),
+        explain,
+    })
+}
+
+/// Seconds that `rate` divides by: the time bucket, else the plan's range when finite, else the
+/// span of the rows' times.
+fn rate_seconds(plan: &Plan, t_min: i64, t_max: i64) -> f64 {
+    for g in &plan.group_by {
+        if let GroupBy::Time(step) = g {
+            return *step as f64 / 1e9;
+        }
+    }
+    let (s, e) = (plan.time.start.0, plan.time.end.0);
+    if s != i64::MIN && e != i64::MAX && e > s {
+        return (e - s) as f64 / 1e9;
+    }
+    if t_max > t_min {
+        (t_max - t_min) as f64 / 1e9
+    } else {
+        1.0
+    }
+}
+
+fn cmp_cells(a: &Cell, b: &Cell) -> Ordering {
+    match (a, b) {
+        (Cell::Str(x), Cell::Str(y)) => x.cmp(y),
+        (Cell::Null, Cell::Null) => Ordering::Equal,
+        (Cell::Null, _) => Ordering::Less,
+        (_, Cell::Null) => Ordering::Greater,
+        _ => a
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            .total_cmp(&b.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+
+fn cmp_rows(a: &[Cell], b: &[Cell]) -> Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| cmp_cells(x, y))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// Rows passing every numeric filter (`None`: no filters, all rows pass).
+fn filter_mask(plan: &Plan, batch: &RecordBatch) -> Result<Option<Vec<bool>>> {
+    if plan.filters.is_empty() {
+        return Ok(None);
+    }
+    let n = batch.num_rows();
+    let mut keep = vec![true; n];
+    for f in &plan.filters {
+        let c = NumCol::new(batch, numeric_field(plan.signal, &f.field)?.column)?;
+        for (i, k) in keep.iter_mut().enumerate() {
+            if *k {
+                *k = c.get(i).is_some_and(|v| f.op.holds(v, f.value));
+            }
+        }
+    }
+    Ok(Some(keep))
+}
+
+/// A plan without aggregates: the `limit` rows with the highest (or lowest) value of the order
+/// field, with the plan's columns.
+fn top_rows(plan: &Plan, batches: &[RecordBatch], mut explain: Explain) -> Result<Table> {
+    let limit = plan.limit.unwrap_or(0);
+    let (field, descending) = match &plan.order_by {
+        Some(OrderBy {
+            by: OrderKey::Field(f),
+            descending,
+        }) => (Some(numeric_field(plan.signal, f)?.column), *descending),
+        _ => (None, true),
+    };
+    // (order value, batch, row) of every row that passes.
+    let mut cand: Vec<(f64, u32, u32)> = Vec::new();
+    for (bi, batch) in batches.iter().enumerate() {
+        explain.rows_scanned += batch.num_rows() as u64;
+        let keep = filter_mask(plan, batch)?;
+        let ts = times(batch, plan.signal)?;
+        let order = field.map(|c| NumCol::new(batch, c)).transpose()?;
+        for i in 0..batch.num_rows() {
+            if keep.as_ref().is_some_and(|m| !m[i]) {
+                continue;
+            }
+            explain.rows_filtered += 1;
+            let v = match &order {
+                Some(c) => c.get(i).unwrap_or(f64::NEG_INFINITY),
+                None => ts.value(i) as f64,
+            };
+            cand.push((if descending { -v } else { v }, bi as u32, i as u32));
+        }
+    }
+    let by = |a: &(f64, u32, u32), b: &(f64, u32, u32)| {
+        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    };
+    if cand.len() > limit && limit > 0 {
+        cand.select_nth_unstable_by(limit - 1, by);
+        cand.truncate(limit);
+    } else if limit == 0 {
+        cand.clear();
+    }
+    cand.sort_by(by);
+    let mut columns: Vec<String> = vec!["time".to_owned()];
+    columns.extend(plan.columns.iter().cloned());
+    let mut rows = Vec::with_capacity(cand.len());
+    for (_, bi, i) in cand {
+        let batch = &batches[bi as usize];
+        let i = i as usize;
+        let mut row = vec![Cell::Int(times(batch, plan.signal)?.value(i))];
+        for c in &plan.columns {
+            row.push(match numeric_field(plan.signal, c) {
+                Ok(f) => NumCol::new(batch, f.column)?
+                    .get(i)
+                    .map_or(Cell::Null, Cell::Num),
+                Err(_) => Cell::Str(KeyCol::new(batch, plan.signal, c)?.get(i).into_owned()),
+            });
+        }
+        rows.push(row);
+    }
+    explain.rows_returned = rows.len();
+    Ok(Table {
+        columns,
+        rows,
+        explain,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantile;
+
+    #[test]
+    fn quantile_interpolates_between_closest_ranks() {
+        let mut v = vec![4.0, 1.0, 3.0, 2.0];
+        assert_eq!(quantile(&mut v, 0.0), 1.0);
+        assert_eq!(quantile(&mut v, 1.0), 4.0);
+        assert!((quantile(&mut v, 0.5) - 2.5).abs() < 1e-12);
+        assert!((quantile(&mut v, 0.9) - 3.7).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,281 @@
+//! Typed access to the columns a plan reads: numeric fields (durations, token counts, cost,
+//! quality scores) as `f64` per row, and group keys (promoted columns or attributes) as strings
+//! per row. Every downcast is checked: a batch of an unexpected shape is an error, not a panic.
+
+use std::borrow::Cow;
+
+use arrow_array::{
+    Array, Float64Array, Int32Array, Int64Array, MapArray, RecordBatch, StringArray, StructArray,
+    TimestampNanosecondArray, UInt8Array,
+};
+use sightline_storage::model::StatusCode;
+use sightline_storage::predicate::span_kind_name;
+use sightline_storage::schema::{self, col};
+use sightline_storage::{Signal, StorageError};
+
+use crate::error::{QueryError, Result};
+
+/// Numeric fields by signal: the name a plan uses and the column that holds it. Durations and
+/// times are nanoseconds.
+pub const KNOWN_FIELDS: &[(Signal, &str, &str)] = &[
+    (Signal::Spans, "duration", col::DURATION),
+    (Signal::Spans, "start_time", col::START_TIME),
+    (
+        Signal::Spans,
+        "gen_ai.usage.input_tokens",
+        col::GEN_AI_INPUT_TOKENS,
+    ),
+    (
+        Signal::Spans,
+        "gen_ai.usage.output_tokens",
+        col::GEN_AI_OUTPUT_TOKENS,
+    ),
+    (
+        Signal::Spans,
+        "gen_ai.usage.total_tokens",
+        col::GEN_AI_TOTAL_TOKENS,
+    ),
+    (
+        Signal::Spans,
+        "gen_ai.usage.cache_read_input_tokens",
+        col::GEN_AI_CACHE_READ_TOKENS,
+    ),
+    (Signal::Spans, "gen_ai.usage.cost", col::GEN_AI_COST),
+    (
+        Signal::Spans,
+        "gen_ai.request.temperature",
+        col::GEN_AI_TEMPERATURE,
+    ),
+    (Signal::Spans, "token_entropy_mean", col::ENTROPY_MEAN),
+    (Signal::Spans, "token_entropy_max", col::ENTROPY_MAX),
+    (
+        Signal::Spans,
+        "low_confidence_tokens",
+        col::LOW_CONFIDENCE_TOKENS,
+    ),
+    (
+        Signal::Spans,
+        "hallucination_index",
+        col::HALLUCINATION_INDEX,
+    ),
+    (Signal::Logs, "time", col::TIME),
+    (Signal::Logs, "severity_number", col::SEVERITY_NUMBER),
+];
+
+/// The time column of a signal.
+pub fn time_column(signal: Signal) -> &'static str {
+    match signal {
+        Signal::Logs => col::TIME,
+        Signal::Samples => col::TIMESTAMP,
+        Signal::Spans => col::START_TIME,
+    }
+}
+
+/// A numeric field resolved to its column.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NumericField {
+    pub(crate) column: &'static str,
+}
+
+/// Resolves a numeric field name (see [`KNOWN_FIELDS`]).
+pub(crate) fn numeric_field(signal: Signal, name: &str) -> Result<NumericField> {
+    KNOWN_FIELDS
+        .iter()
+        .find(|(s, n, _)| *s == signal && *n == name)
+        .map(|(_, _, c)| NumericField { column: c })
+        .ok_or_else(|| {
+            let known: Vec<&str> = KNOWN_FIELDS
+                .iter()
+                .filter(|(s, _, _)| *s == signal)
+                .map(|(_, n, _)| *n)
+                .collect();
+            QueryError::BadRequest(format!(
+                "unknown numeric field {name:?}; known: {}",
+                known.join(", ")
+            ))
+        })
+}
+
+/// Storage columns that hold key `k`: its promoted column, or both attribute maps.
+pub(crate) fn key_columns(signal: Signal, k: &str) -> Vec<&'static str> {
+    match schema::promoted_column(signal, k) {
+        Some(c) => vec![c],
+        None => vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES],
+    }
+}
+
+fn missing(column: &str) -> QueryError {
+    QueryError::Storage(StorageError::InvalidQuery(format!(
+        "column {column} missing from the scan or of an unexpected type"
+    )))
+}
+
+/// A numeric column of one batch.
+pub(crate) enum NumCol<'a> {
+    I64(&'a Int64Array),
+    I32(&'a Int32Array),
+    F64(&'a Float64Array),
+    Ts(&'a TimestampNanosecondArray),
+}
+
+impl<'a> NumCol<'a> {
+    pub(crate) fn new(batch: &'a RecordBatch, column: &str) -> Result<Self> {
+        let a = batch
+            .column_by_name(column)
+            .ok_or_else(|| missing(column))?;
+        let any = a.as_any();
+        if let Some(a) = any.downcast_ref() {
+            Ok(NumCol::I64(a))
+        } else if let Some(a) = any.downcast_ref() {
+            Ok(NumCol::F64(a))
+        } else if let Some(a) = any.downcast_ref() {
+            Ok(NumCol::Ts(a))
+        } else if let Some(a) = any.downcast_ref() {
+            Ok(NumCol::I32(a))
+        } else {
+            Err(missing(column))
+        }
+    }
+
+    /// The value of row `i`, `None` when null.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Option<f64> {
+        match self {
+            NumCol::I64(a) => (!a.is_null(i)).then(|| a.value(i) as f64),
+            NumCol::I32(a) => (!a.is_null(i)).then(|| f64::from(a.value(i))),
+            NumCol::F64(a) => (!a.is_null(i)).then(|| a.value(i)),
+            NumCol::Ts(a) => (!a.is_null(i)).then(|| a.value(i) as f64),
+        }
+    }
+}
+
+/// The time column of one batch, as nanoseconds.
+pub(crate) fn times<'a>(
+    batch: &'a RecordBatch,
+    signal: Signal,
+) -> Result<&'a TimestampNanosecondArray> {
+    let c = time_column(signal);
+    batch
+        .column_by_name(c)
+        .and_then(|a| a.as_any().downcast_ref())
+        .ok_or_else(|| missing(c))
+}
+
+/// One attribute map column: offsets, keys and the string rendering of values.
+pub(crate) struct AttrMap<'a> {
+    offsets: &'a [i32],
+    keys: &'a StringArray,
+    kind: &'a UInt8Array,
+    str_: &'a StringArray,
+    int: &'a Int64Array,
+    double: &'a Float64Array,
+    bool_: &'a arrow_array::BooleanArray,
+}
+
+impl<'a> AttrMap<'a> {
+    fn new(batch: &'a RecordBatch, column: &str) -> Result<Self> {
+        let map: &MapArray = batch
+            .column_by_name(column)
+            .and_then(|a| a.as_any().downcast_ref())
+            .ok_or_else(|| missing(column))?;
+        let entries = map.entries();
+        let keys = child(entries, 0, column)?;
+        let values: &StructArray = child(entries, 1, column)?;
+        Ok(Self {
+            offsets: map.value_offsets(),
+            keys,
+            kind: child(values, 0, column)?,
+            str_: child(values, 1, column)?,
+            int: child(values, 2, column)?,
+            double: child(values, 3, column)?,
+            bool_: child(values, 4, column)?,
+        })
+    }
+
+    /// The value of `key` in row `row`, rendered as Prometheus-style text.
+    fn find(&self, row: usize, key: &str) -> Option<Cow<'a, str>> {
+        let start = usize::try_from(*self.offsets.get(row)?).ok()?;
+        let end = usize::try_from(*self.offsets.get(row + 1)?).ok()?;
+        if end > self.keys.len() {
+            return None;
+        }
+        (start..end).find(|&e| self.keys.value(e) == key).map(|e| {
+            // Kinds: 0 str, 1 bool, 2 int, 3 double, 4 bytes, 5 array, 6 kvlist, 7 empty.
+            match self.kind.value(e) {
+                1 => Cow::Borrowed(if self.bool_.value(e) { "true" } else { "false" }),
+                2 => Cow::Owned(self.int.value(e).to_string()),
+                3 => Cow::Owned(self.double.value(e).to_string()),
+                0 | 5 | 6 if !self.str_.is_null(e) => Cow::Borrowed(self.str_.value(e)),
+                _ => Cow::Borrowed(""),
+            }
+        })
+    }
+}
+
+fn child<'a, T: 'static>(s: &'a StructArray, idx: usize, column: &str) -> Result<&'a T> {
+    s.columns()
+        .get(idx)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| missing(column))
+}
+
+/// A group key column of one batch.
+pub(crate) enum KeyCol<'a> {
+    Str(&'a StringArray),
+    Status(&'a UInt8Array),
+    Kind(&'a UInt8Array),
+    Int(&'a Int32Array),
+    Attr {
+        attrs: AttrMap<'a>,
+        resource: AttrMap<'a>,
+        key: &'a str,
+    },
+}
+
+impl<'a> KeyCol<'a> {
+    pub(crate) fn new(batch: &'a RecordBatch, signal: Signal, key: &'a str) -> Result<Self> {
+        match schema::promoted_column(signal, key) {
+            Some(c) => {
+                let a = batch.column_by_name(c).ok_or_else(|| missing(c))?;
+                let any = a.as_any();
+                if c == col::STATUS_CODE {
+                    any.downcast_ref().map(KeyCol::Status)
+                } else if c == col::SPAN_KIND {
+                    any.downcast_ref().map(KeyCol::Kind)
+                } else if let Some(s) = any.downcast_ref() {
+                    Some(KeyCol::Str(s))
+                } else {
+                    any.downcast_ref().map(KeyCol::Int)
+                }
+                .ok_or_else(|| missing(c))
+            }
+            None => Ok(KeyCol::Attr {
+                attrs: AttrMap::new(batch, col::ATTRIBUTES)?,
+                resource: AttrMap::new(batch, col::RESOURCE_ATTRIBUTES)?,
+                key,
+            }),
+        }
+    }
+
+    /// The key of row `i` (`""` when absent).
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Cow<'a, str> {
+        match self {
+            KeyCol::Str(a) if a.is_null(i) => Cow::Borrowed(""),
+            KeyCol::Str(a) => Cow::Borrowed(a.value(i)),
+            KeyCol::Status(a) => {
+                Cow::Borrowed(StatusCode::from_code(i32::from(a.value(i))).as_str())
+            }
+            KeyCol::Kind(a) => Cow::Borrowed(span_kind_name(a.value(i))),
+            KeyCol::Int(a) => Cow::Owned(a.value(i).to_string()),
+            KeyCol::Attr {
+                attrs,
+                resource,
+                key,
+            } => attrs
+                .find(i, key)
+                .or_else(|| resource.find(i, key))
+                .unwrap_or(Cow::Borrowed("")),
+        }
+    }
+}
