@@ -150,10 +150,7 @@ impl<'a> NumCol<'a> {
 }
 
 /// The time column of one batch, as nanoseconds.
-pub(crate) fn times<'a>(
-    batch: &'a RecordBatch,
-    signal: Signal,
-) -> Result<&'a TimestampNanosecondArray> {
+pub(crate) fn times(batch: &RecordBatch, signal: Signal) -> Result<&TimestampNanosecondArray> {
     let c = time_column(signal);
     batch
         .column_by_name(c)
