@@ -7,4 +7,5 @@
 //!
 //! Owns no product code; depends on the product crates, never the other way round.
 
+pub mod query_bench;
 pub mod workload;

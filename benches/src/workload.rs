@@ -306,3 +306,113 @@ impl SpanGen {
             .collect()
     }
 }
+
+/// Generates application log lines correlated to generated traces: what the services of the
+/// LLM application log while serving a request (retrieval, model answers, guardrail verdicts,
+/// cache misses, and the occasional upstream timeout), with trace and span ids set.
+#[derive(Debug)]
+pub struct LogGen {
+    rng: StdRng,
+}
+
+impl LogGen {
+    /// A generator with a seed.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            rng: StdRng::seed_from_u64(seed),
+        }
+    }
+
+    /// Log lines for one trace's spans (as made by [`SpanGen::trace`]): `n` lines (0 to 5), each
+    /// from one of the spans, stamped inside the span.
+    pub fn lines(&mut self, trace: &[SpanRecord], n: usize) -> Vec<sightline_storage::LogRecord> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let Some(span) = trace.get(self.rng.random_range(0..trace.len().max(1))) else {
+                break;
+            };
+            let dur = (span.end.0 - span.start.0).max(1);
+            let t = UnixNanos(span.start.0 + self.rng.random_range(0..dur));
+            let ms = dur / 1_000_000;
+            let model = span.gen_ai.request_model.as_deref().unwrap_or("gpt-4o");
+            let roll = self.rng.random_range(0..1000u32);
+            let (sev, text, body) = if span.status_code == StatusCode::Error || roll < 25 {
+                (
+                    17,
+                    "ERROR",
+                    format!(
+                        "upstream timeout after {ms} ms calling {} for model {model}; retrying",
+                        span.gen_ai.provider_name.as_deref().unwrap_or("openai")
+                    ),
+                )
+            } else {
+                match span.service_name.as_str() {
+                    "retriever" => (
+                        9,
+                        "INFO",
+                        format!(
+                            "retrieved {} documents from index kb-{} in {ms} ms",
+                            self.rng.random_range(1..20),
+                            self.rng.random_range(0..4)
+                        ),
+                    ),
+                    "reranker" => (
+                        9,
+                        "INFO",
+                        format!(
+                            "reranked candidates, top score {:.3}",
+                            self.rng.random_range(0.2..1.0f64)
+                        ),
+                    ),
+                    "guardrail" if roll < 120 => (
+                        13,
+                        "WARN",
+                        "guardrail flagged output: possible personal data, redacted".to_owned(),
+                    ),
+                    "guardrail" => (9, "INFO", "guardrail passed output".to_owned()),
+                    "llm-router" => (
+                        9,
+                        "INFO",
+                        format!(
+                            "model {model} answered in {ms} ms with {} output tokens",
+                            span.gen_ai.output_tokens.unwrap_or(0)
+                        ),
+                    ),
+                    _ if roll < 300 => (
+                        5,
+                        "DEBUG",
+                        format!(
+                            "prompt cache miss for prefix {:016x}",
+                            self.rng.random::<u64>()
+                        ),
+                    ),
+                    _ => (9, "INFO", format!("handled POST /chat in {ms} ms")),
+                }
+            };
+            out.push(sightline_storage::LogRecord {
+                time: t,
+                observed_time: t,
+                severity_number: sev,
+                severity_text: text.into(),
+                body: AttrValue::Str(body),
+                trace_id: Some(span.trace_id),
+                span_id: Some(span.span_id),
+                flags: 1,
+                service_name: span.service_name.clone(),
+                scope_name: "sightline.workload".into(),
+                event_name: String::new(),
+                attributes: span
+                    .attributes
+                    .iter()
+                    .filter(|(k, _)| k == "user.id")
+                    .cloned()
+                    .collect(),
+                resource_attributes: vec![(
+                    "deployment.environment".into(),
+                    AttrValue::Str("prod".into()),
+                )],
+            });
+        }
+        out
+    }
+}

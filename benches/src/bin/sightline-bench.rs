@@ -7,6 +7,7 @@
 //! cargo run -p sightline-bench --release -- bytes --python .venv/bin/python
 //! cargo run -p sightline-bench --release -- trace-lookup --spans 10000000
 //! cargo run -p sightline-bench --release -- scan
+//! cargo run -p sightline-bench --release -- --dir /tmp/qb query --python .venv/bin/python
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use sightline_bench::workload;
+use sightline_bench::{query_bench, workload};
 use sightline_storage::{
     FsyncPolicy, MetricBatch, Predicate, ScanRequest, Signal, SpanRecord, Store, StoreConfig,
     TenantId, TimeRange, UnixNanos,
@@ -94,6 +95,26 @@ enum Cmd {
         /// Repetitions (the median is reported).
         #[arg(long, default_value_t = 7)]
         repeat: usize,
+    },
+    /// The seven query-benchmark questions, answered by Sightline and (with `--python`) by
+    /// DuckDB and chDB over the same rows; prints medians, ratios and whether answers agree.
+    Query {
+        /// Spans (5 per trace) over one day.
+        #[arg(long, default_value_t = 10_000_000)]
+        spans: usize,
+        /// Log lines over the same day.
+        #[arg(long, default_value_t = 1_000_000)]
+        logs: usize,
+        /// Metric samples (10 s scrapes over the day).
+        #[arg(long, default_value_t = 50_000_000)]
+        samples: usize,
+        /// Timed repetitions of each question (after one warm-up); medians are reported.
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+        /// Python with duckdb, chdb and pyarrow (benches/python/requirements.txt); Sightline
+        /// alone when omitted.
+        #[arg(long)]
+        python: Option<PathBuf>,
     },
 }
 
@@ -531,6 +552,102 @@ fn run_scan(
     Ok(serde_json::json!({"bench": "scan_partition", "samples": rows, "samples_per_sec": m}))
 }
 
+fn run_query(
+    dir: &Path,
+    sizes: query_bench::Sizes,
+    repeat: usize,
+    python: Option<&Path>,
+) -> Result<serde_json::Value, String> {
+    let t = Instant::now();
+    let (store, params) = query_bench::load(&dir.join("sightline"), sizes)?;
+    let stats = store.stats();
+    println!(
+        "query: {} rows in {} segments ({:.1} MB) ready in {:.0}s",
+        stats.segment_rows,
+        stats.segments,
+        stats.segment_bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
+    let ours = query_bench::answer_all(&store, &params, repeat)?;
+    let peers: serde_json::Value = match python {
+        None => serde_json::Value::Null,
+        Some(py) => {
+            let params_path = dir.join("params.json");
+            let out_path = dir.join("peers.json");
+            std::fs::write(
+                &params_path,
+                serde_json::to_vec(&params).map_err(|e| e.to_string())?,
+            )
+            .map_err(|e| e.to_string())?;
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/query_peers.py");
+            let status = Command::new(py)
+                .arg(&script)
+                .arg(&params_path)
+                .arg(dir.join("peers"))
+                .arg(&out_path)
+                .arg(repeat.to_string())
+                .status()
+                .map_err(|e| format!("cannot run {}: {e}", py.display()))?;
+            if !status.success() {
+                return Err(format!("{} failed: {status}", script.display()));
+            }
+            let text = std::fs::read(&out_path).map_err(|e| e.to_string())?;
+            serde_json::from_slice(&text).map_err(|e| e.to_string())?
+        }
+    };
+    println!(
+        "{:<4} {:<58} {:>10} {:>10} {:>10} {:>7}  agree",
+        "q", "question", "sightline", "duckdb", "chdb", "ratio"
+    );
+    let mut table = Vec::new();
+    for ((q, ans), (_, desc)) in ours.iter().zip(query_bench::QUESTIONS) {
+        let peer = |name: &str| -> Option<query_bench::Answer> {
+            serde_json::from_value(peers.get(name)?.get("answers")?.get(q)?.clone()).ok()
+        };
+        let (duck, ch) = (peer("duckdb"), peer("chdb"));
+        let fastest = [&duck, &ch]
+            .iter()
+            .filter_map(|a| a.as_ref().map(|a| a.median_ms))
+            .fold(f64::INFINITY, f64::min);
+        let ratio = ans.median_ms / fastest;
+        // q7's peers compute a plain (last - first) / 5m, not Prometheus' extrapolated rate:
+        // there only the number of points must agree.
+        let tol = if q == "q7" { f64::INFINITY } else { 1e-6 };
+        let agree = [&duck, &ch].iter().all(|a| {
+            a.as_ref().is_none_or(|a| {
+                a.rows == ans.rows
+                    && (a.digest - ans.digest).abs() <= tol * ans.digest.abs().max(1.0)
+            })
+        });
+        let ms = |a: &Option<query_bench::Answer>| {
+            a.as_ref()
+                .map_or("-".to_owned(), |a| format!("{:.2}", a.median_ms))
+        };
+        println!(
+            "{q:<4} {desc:<58} {:>10.2} {:>10} {:>10} {:>7.2}  {}",
+            ans.median_ms,
+            ms(&duck),
+            ms(&ch),
+            ratio,
+            if agree { "yes" } else { "NO" }
+        );
+        if !agree {
+            eprintln!(
+                "  {q}: sightline rows {} digest {}; duckdb {:?}; chdb {:?}",
+                ans.rows, ans.digest, duck, ch
+            );
+        }
+        table.push(
+            serde_json::json!({"q": q, "sightline": ans, "duckdb": duck, "chdb": ch,
+            "ratio_vs_fastest_peer": ratio, "answers_agree": agree}),
+        );
+    }
+    Ok(
+        serde_json::json!({"bench": "query", "sizes": sizes, "questions": table,
+        "peers_load": peers.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), v.get("load_s").cloned().unwrap_or_default())).collect::<serde_json::Map<_, _>>())}),
+    )
+}
+
 fn main() {
     let cli = Cli::parse();
     let tmp;
@@ -567,6 +684,22 @@ fn main() {
             points,
             repeat,
         } => run_scan(&dir, series, points, repeat),
+        Cmd::Query {
+            spans,
+            logs,
+            samples,
+            repeat,
+            python,
+        } => run_query(
+            &dir,
+            query_bench::Sizes {
+                spans,
+                logs,
+                samples,
+            },
+            repeat,
+            python.as_deref(),
+        ),
     };
     match result {
         Ok(v) => {
