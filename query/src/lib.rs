@@ -11,5 +11,6 @@
 pub mod error;
 pub mod plan;
 pub mod promql;
+pub mod time;
 
 pub use error::{QueryError, Result};

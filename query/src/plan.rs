@@ -17,6 +17,7 @@
 
 mod accumulate;
 mod fields;
+mod request;
 
 use std::time::Instant;
 
@@ -25,6 +26,7 @@ use sightline_storage::{Predicate, ScanRequest, ScanStats, Signal, Store, Tenant
 
 pub use accumulate::Cell;
 pub use fields::{KNOWN_FIELDS, time_column};
+pub use request::{MAX_LIMIT, MatcherSpec, PlanRequest, match_op};
 
 use crate::error::{QueryError, Result};
 

@@ -3,8 +3,10 @@
 //!
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
 //! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
-//! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`.
+//! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
+//! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`.
 
+pub mod aggregate;
 pub mod detect;
 pub mod ops;
 pub mod otlp;
@@ -31,11 +33,25 @@ pub fn request_tenant(
     )
 }
 
+/// The native APIs' error answer: `{"status": "error", "error": "..."}` with `status`.
+pub fn api_error(
+    status: axum::http::StatusCode,
+    msg: impl std::fmt::Display,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        status,
+        axum::Json(serde_json::json!({"status": "error", "error": msg.to_string()})),
+    )
+        .into_response()
+}
+
 /// The full router.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(otlp::routes())
         .merge(detect::routes())
+        .merge(aggregate::routes())
         .merge(ops::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)

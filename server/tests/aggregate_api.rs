@@ -1,0 +1,226 @@
+//! `POST /api/v1/aggregate` through the real `sightline` binary: spans sent as OTLP/HTTP JSON
+//! by two tenants, aggregated by model and time bucket, with the answers computed here from what
+//! was sent; another tenant's spans stay invisible; bad plans and missing tokens are refused.
+
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+const T0: i64 = 1_780_272_000_000_000_000; // 2026-06-01T00:00:00Z
+
+/// `n` chat spans: model i % 3, duration (i + 1) ms, every 5th an error, one per second.
+fn spans(n: usize, service: &str) -> (Value, Vec<(String, i64, bool, i64)>) {
+    let models = ["gpt-4o", "claude", "llama"];
+    let mut rows = Vec::new();
+    let spans: Vec<Value> = (0..n)
+        .map(|i| {
+            let model = models[i % 3];
+            let start = T0 + i as i64 * 1_000_000_000;
+            let dur = (i as i64 + 1) * 1_000_000;
+            let error = i % 5 == 0;
+            rows.push((model.to_owned(), dur, error, start));
+            json!({
+                "traceId": format!("{:032x}", i + 1),
+                "spanId": format!("{:016x}", i + 1),
+                "name": "chat",
+                "kind": 3,
+                "startTimeUnixNano": start.to_string(),
+                "endTimeUnixNano": (start + dur).to_string(),
+                "status": {"code": if error { 2 } else { 1 }},
+                "attributes": [
+                    {"key": "gen_ai.request.model", "value": {"stringValue": model}},
+                    {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                    {"key": "gen_ai.usage.input_tokens", "value": {"intValue": (10 * i).to_string()}},
+                    {"key": "user.id", "value": {"stringValue": format!("u{}", i % 4)}}
+                ]
+            })
+        })
+        .collect();
+    let body = json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+        "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}]
+    }]});
+    (body, rows)
+}
+
+fn post(addr: std::net::SocketAddr, path: &str, token: &str, body: &Value) -> (u16, Value) {
+    let auth = format!("Bearer {token}");
+    let r = http(
+        addr,
+        "POST",
+        path,
+        &[
+            ("content-type", "application/json"),
+            ("authorization", &auth),
+        ],
+        body.to_string().as_bytes(),
+    )
+    .unwrap();
+    let v = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+    (r.status, v)
+}
+
+#[test]
+fn aggregates_over_http_match_what_was_sent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tmp.path().join("tokens");
+    std::fs::write(&tokens, "tok-a tenant-a\ntok-b tenant-b\n").unwrap();
+    let tokens_arg = tokens.to_str().unwrap().to_owned();
+    let server = ServerProcess::start(
+        &tmp.path().join("data"),
+        &["--auth-tokens-file", tokens_arg.as_str()],
+        tmp.path().join("server.log"),
+    );
+    let (body_a, rows) = spans(120, "chat-api");
+    let (body_b, _) = spans(50, "other-tenant");
+    assert_eq!(post(server.http, "/v1/traces", "tok-a", &body_a).0, 200);
+    assert_eq!(post(server.http, "/v1/traces", "tok-b", &body_b).0, 200);
+
+    // Count, p50 and max duration, error ratio and token sum by model per minute, over the
+    // first two minutes.
+    let plan = json!({
+        "signal": "spans",
+        "start": (T0 / 1_000_000_000).to_string(),
+        "end": "2026-06-01T00:02:00Z",
+        "matchers": [{"key": "gen_ai.operation.name", "op": "=", "value": "chat"}],
+        "group_by": ["gen_ai.request.model"],
+        "bucket": "1m",
+        "aggregates": [
+            {"func": "count"},
+            {"func": {"quantile": 0.5}, "field": "duration"},
+            {"func": "max", "field": "duration"},
+            {"func": "error_ratio"},
+            {"func": "sum", "field": "gen_ai.usage.input_tokens"}
+        ]
+    });
+    let (status, v) = post(server.http, "/api/v1/aggregate", "tok-a", &plan);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["status"], "success");
+    let data = &v["data"];
+    assert_eq!(
+        data["columns"],
+        json!([
+            "gen_ai.request.model",
+            "time",
+            "count",
+            "quantile(0.5)(duration)",
+            "max(duration)",
+            "error_ratio",
+            "sum(gen_ai.usage.input_tokens)"
+        ])
+    );
+    let got = data["rows"].as_array().unwrap();
+    let mut expect = Vec::new();
+    for model in ["claude", "gpt-4o", "llama"] {
+        for minute in 0..2i64 {
+            let b = T0 + minute * 60_000_000_000;
+            let sel: Vec<(usize, &(String, i64, bool, i64))> = rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.0 == model && r.3 >= b && r.3 < b + 60_000_000_000)
+                .collect();
+            let mut d: Vec<i64> = sel.iter().map(|(_, r)| r.1).collect();
+            d.sort();
+            let mid = (d.len() - 1) as f64 / 2.0;
+            let p50 = (d[mid.floor() as usize] + d[mid.ceil() as usize]) as f64 / 2.0;
+            let errors = sel.iter().filter(|(_, r)| r.2).count() as f64;
+            let tokens: usize = sel.iter().map(|(i, _)| 10 * i).sum();
+            expect.push(json!([
+                model,
+                b,
+                sel.len(),
+                p50,
+                d.last().unwrap(),
+                errors / sel.len() as f64,
+                tokens as f64
+            ]));
+        }
+    }
+    assert_eq!(got.len(), expect.len(), "{data}");
+    for (g, e) in got.iter().zip(&expect) {
+        for k in 0..7 {
+            match (g[k].as_f64(), e[k].as_f64()) {
+                (Some(a), Some(b)) => {
+                    assert!((a - b).abs() < 1e-9 * b.abs().max(1.0), "{g} vs {e}")
+                }
+                _ => assert_eq!(g[k], e[k], "{g} vs {e}"),
+            }
+        }
+    }
+    assert!(data["explain"]["scan"]["rows_returned"].as_u64().unwrap() <= 120);
+
+    // The 3 slowest spans of user u1, newest tenant's data only.
+    let top = json!({"signal": "spans", "matchers": [{"key": "user.id", "value": "u1"}],
+        "columns": ["duration", "service.name"],
+        "order_by": {"by": {"field": "duration"}, "descending": true}, "limit": 3});
+    let (status, v) = post(server.http, "/api/v1/aggregate", "tok-a", &top);
+    assert_eq!(status, 200, "{v}");
+    let durs: Vec<f64> = v["data"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_f64().unwrap())
+        .collect();
+    assert_eq!(durs, vec![118e6, 114e6, 110e6]);
+
+    // Tenant isolation: tenant-b sees only its own service.
+    let by_service = json!({"signal": "spans", "group_by": ["service.name"],
+        "aggregates": [{"func": "count"}]});
+    let (_, v) = post(server.http, "/api/v1/aggregate", "tok-b", &by_service);
+    assert_eq!(v["data"]["rows"], json!([["other-tenant", 50]]));
+
+    // Errors: unknown field, bad operator, no token, wrong token, malformed JSON.
+    let (status, v) = post(
+        server.http,
+        "/api/v1/aggregate",
+        "tok-a",
+        &json!({"signal": "spans", "aggregates": [{"func": "sum", "field": "latency"}]}),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown numeric field"),
+        "{v}"
+    );
+    let (status, v) = post(
+        server.http,
+        "/api/v1/aggregate",
+        "tok-a",
+        &json!({"signal": "spans", "matchers": [{"key": "a", "op": "<>", "value": "b"}],
+                "aggregates": [{"func": "count"}]}),
+    );
+    assert_eq!(status, 400);
+    assert!(v["error"].as_str().unwrap().contains("operator"), "{v}");
+    let (status, _) = post(server.http, "/api/v1/aggregate", "nope", &by_service);
+    assert_eq!(status, 401);
+    let r = http(
+        server.http,
+        "POST",
+        "/api/v1/aggregate",
+        &[("authorization", "Bearer tok-a")],
+        b"{not json",
+    )
+    .unwrap();
+    assert_eq!(r.status, 400);
+    let r = http(
+        server.http,
+        "GET",
+        "/api/v1/aggregate/fields",
+        &[("authorization", "Bearer tok-a")],
+        b"",
+    )
+    .unwrap();
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(
+        v["data"]["spans"]["numeric"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("duration"))
+    );
+    server.stop();
+}
