@@ -12,7 +12,10 @@ use serde_json::{Value, json};
 const T0: i64 = 1_780_272_000_000_000_000; // 2026-06-01T00:00:00Z
 
 /// `n` chat spans: model i % 3, duration (i + 1) ms, every 5th an error, one per second.
-fn spans(n: usize, service: &str) -> (Value, Vec<(String, i64, bool, i64)>) {
+/// What was sent: (model, duration ns, error, start ns).
+type Sent = (String, i64, bool, i64);
+
+fn spans(n: usize, service: &str) -> (Value, Vec<Sent>) {
     let models = ["gpt-4o", "claude", "llama"];
     let mut rows = Vec::new();
     let spans: Vec<Value> = (0..n)
@@ -117,7 +120,7 @@ fn aggregates_over_http_match_what_was_sent() {
     for model in ["claude", "gpt-4o", "llama"] {
         for minute in 0..2i64 {
             let b = T0 + minute * 60_000_000_000;
-            let sel: Vec<(usize, &(String, i64, bool, i64))> = rows
+            let sel: Vec<(usize, &Sent)> = rows
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| r.0 == model && r.3 >= b && r.3 < b + 60_000_000_000)
