@@ -28,6 +28,9 @@ pub enum Command {
     /// Granger causality between two columns of a CSV file (does a quality metric help predict
     /// a KPI?): the four statsmodels statistics per lag, AIC/BIC lag choice, ADF verdicts.
     Granger(crate::granger_cli::GrangerArgs),
+    /// Ask questions: PromQL, aggregations over spans and logs, traces and logs; against a
+    /// running server (--url) or a stopped server's data directory (--data-dir).
+    Query(crate::query_cli::QueryArgs),
 }
 
 /// Log output format.

@@ -25,6 +25,7 @@ pub mod http;
 pub mod ingest;
 pub mod limits;
 pub mod otlp;
+pub mod query_cli;
 pub mod serve;
 pub mod shutdown;
 pub mod telemetry;

@@ -20,6 +20,11 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(sightline_server::serve::run(config))?;
             Ok(())
         }
+        Command::Query(args) => {
+            let out = sightline_server::query_cli::run(&args).map_err(anyhow::Error::msg)?;
+            println!("{out}");
+            Ok(())
+        }
         Command::Granger(args) => {
             let out = sightline_server::granger_cli::run(&args).map_err(anyhow::Error::msg)?;
             println!("{out}");

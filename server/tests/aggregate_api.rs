@@ -227,3 +227,90 @@ fn aggregates_over_http_match_what_was_sent() {
     );
     server.stop();
 }
+
+fn cli(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sightline"))
+        .arg("query")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `sightline query aggregate` prints the same table against a running server (--url) and
+/// against its data directory once the server is stopped (--data-dir).
+#[test]
+fn cli_aggregate_over_url_and_data_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = ServerProcess::start(&data, &[], tmp.path().join("server.log"));
+    let (body, _) = spans(30, "chat-api");
+    let r = http(
+        server.http,
+        "POST",
+        "/v1/traces",
+        &[
+            ("content-type", "application/json"),
+            ("x-scope-orgid", "team-a"),
+        ],
+        body.to_string().as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200);
+    let url = format!("http://{}", server.http);
+    let q = [
+        "aggregate",
+        "--tenant",
+        "team-a",
+        "--group-by",
+        "gen_ai.request.model",
+        "--agg",
+        "count",
+        "--agg",
+        "max:duration",
+        "--filter",
+        "duration>=5ms",
+        "--order-by",
+        "0",
+        "--desc",
+    ];
+    let (ok, over_http, err) = cli(&[&["--url", url.as_str()][..], &q[..]].concat());
+    assert!(ok, "{err}");
+    // Spans 4..29 (duration >= 5 ms): claude i % 3 == 1 (4..28: 9, max 29 ms), llama
+    // i % 3 == 2 (5..29: 9, max 30 ms), gpt-4o i % 3 == 0 (6..27: 8, max 28 ms); ties by key.
+    let expect = "gen_ai.request.model  count  max(duration)\n\
+                  claude                9      29000000\n\
+                  llama                 9      30000000\n\
+                  gpt-4o                8      28000000\n\
+                  (3 rows)\n";
+    assert_eq!(over_http, expect);
+    // Another tenant sees nothing; JSON output parses.
+    let (ok, other, _) = cli(&[
+        "--url",
+        url.as_str(),
+        "--json",
+        "aggregate",
+        "--tenant",
+        "team-b",
+        "--agg",
+        "count",
+    ]);
+    assert!(ok);
+    let v: Value = serde_json::from_str(&other).unwrap();
+    assert_eq!(v["data"]["rows"], json!([[0]]));
+    // While the server runs, the data directory is refused with a clear message.
+    let d = data.to_str().unwrap();
+    let (ok, _, err) = cli(&["--data-dir", d, "aggregate", "--agg", "count"]);
+    assert!(!ok && err.contains("in use by a running server"), "{err}");
+    server.stop();
+    let (ok, offline, err) = cli(&[&["--data-dir", d][..], &q[..]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(offline, expect);
+    // Bad input: a clear error and a failing exit status.
+    let (ok, _, err) = cli(&["--data-dir", d, "aggregate", "--agg", "median"]);
+    assert!(!ok && err.contains("cannot parse aggregate"), "{err}");
+}

@@ -294,6 +294,11 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
             }
         }
     }
+    // Like SQL, an aggregate without group-by keys answers one row even over no rows.
+    if plan.group_by.is_empty() && group_keys.is_empty() {
+        group_keys.push(0);
+        accs.push(plan.aggregates.iter().map(|a| Acc::new(a.func)).collect());
+    }
     let seconds = rate_seconds(plan, t_min, t_max);
     let mut rows: Vec<(Vec<Cell>, Vec<Cell>)> = group_keys
         .iter()

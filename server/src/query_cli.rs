@@ -1,0 +1,500 @@
+//! `sightline query`: PromQL, aggregation, trace and log queries from the command line.
+//!
+//! Two ways to reach the data, one code path: against a running server (`--url`, with
+//! `--token` or `--tenant`), requests go over HTTP; with `--data-dir`, the store is opened in
+//! this process (it refuses while a server holds the directory) and the very same requests are
+//! answered by the server's router in memory, without a socket. Either way the answer is the
+//! native API's JSON, printed as a table, or as JSON with `--json`.
+//!
+//! Opening a data directory runs the same recovery the server runs at start (WAL replay,
+//! quarantine of damaged segments); nothing is flushed or compacted and no data is changed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::body::Body;
+use clap::{Args, Subcommand};
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+
+use crate::auth::Auth;
+use crate::ingest::Ingest;
+use crate::limits::Limits;
+use crate::telemetry::Telemetry;
+
+mod render;
+
+/// Flags of `sightline query`.
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// URL of a running server [default: http://127.0.0.1:4318].
+    #[arg(
+        long,
+        env = "SIGHTLINE_URL",
+        global = true,
+        conflicts_with = "data_dir"
+    )]
+    pub url: Option<String>,
+    /// Bearer token (servers started with --auth-tokens-file).
+    #[arg(long, env = "SIGHTLINE_TOKEN", global = true)]
+    pub token: Option<String>,
+    /// Tenant, sent as X-Scope-OrgID (servers without auth, and --data-dir) [default: default].
+    #[arg(long, env = "SIGHTLINE_TENANT", global = true)]
+    pub tenant: Option<String>,
+    /// Read a data directory directly instead of asking a server (the server must be stopped).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Print the API's JSON instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to ask.
+    #[command(subcommand)]
+    pub what: QueryCommand,
+}
+
+/// Query kinds.
+#[derive(Debug, Subcommand)]
+pub enum QueryCommand {
+    /// A PromQL expression: instant at --time (default now), or a range with --start/--end/--step.
+    ///
+    /// Example: sightline query promql 'sum by (model) (rate(gen_ai_client_token_usage_total[5m]))' --start -1h --step 1m
+    Promql {
+        /// The expression.
+        expr: String,
+        /// Evaluation time of an instant query (RFC 3339, Unix seconds, or -DURATION from now).
+        #[arg(long)]
+        time: Option<String>,
+        /// Start of a range query (RFC 3339, Unix seconds, or -DURATION from now).
+        #[arg(long, allow_hyphen_values = true)]
+        start: Option<String>,
+        /// End of a range query [default: now].
+        #[arg(long, allow_hyphen_values = true)]
+        end: Option<String>,
+        /// Step of a range query (a duration such as 30s or 1m) [default: 1m].
+        #[arg(long)]
+        step: Option<String>,
+    },
+    /// Aggregate spans or logs: group by keys and time buckets, count, sum, avg, min, max,
+    /// quantiles, error ratio, rate; or list the top rows by a field.
+    ///
+    /// Example: sightline query aggregate --since 1h --group-by gen_ai.request.model --bucket 5m --agg count --agg p99:duration --agg error_ratio
+    Aggregate(AggregateArgs),
+}
+
+/// Flags of `sightline query aggregate`.
+#[derive(Debug, Args)]
+pub struct AggregateArgs {
+    /// `spans` or `logs`.
+    #[arg(long, default_value = "spans")]
+    pub signal: String,
+    /// Only the last DURATION (e.g. 1h); overrides --start.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Start (RFC 3339 or Unix seconds).
+    #[arg(long)]
+    pub start: Option<String>,
+    /// End (RFC 3339 or Unix seconds).
+    #[arg(long)]
+    pub end: Option<String>,
+    /// Matcher KEY=VALUE, KEY!=VALUE, KEY=~REGEX or KEY!~REGEX (repeatable), e.g.
+    /// gen_ai.request.model=gpt-4o or user.id=~"u-1.*".
+    #[arg(long = "match", value_name = "MATCHER")]
+    pub matchers: Vec<String>,
+    /// Full-text query over log bodies (logs).
+    #[arg(long)]
+    pub text: Option<String>,
+    /// Numeric filter FIELD>VALUE, >=, <, <=, =, != (repeatable); durations take units:
+    /// duration>2s.
+    #[arg(long = "filter", value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Group-by key (repeatable).
+    #[arg(long = "group-by", value_name = "KEY")]
+    pub group_by: Vec<String>,
+    /// Time bucket (a duration, e.g. 5m).
+    #[arg(long)]
+    pub bucket: Option<String>,
+    /// Aggregate: count, rate, error_ratio, sum:F, avg:F, min:F, max:F, pNN:F (e.g. p99:duration)
+    /// or quantile:Q:F (repeatable). None: list rows (needs --limit and --order-by).
+    #[arg(long = "agg", value_name = "AGG")]
+    pub aggregates: Vec<String>,
+    /// Columns of a row listing (repeatable).
+    #[arg(long = "column", value_name = "KEY")]
+    pub columns: Vec<String>,
+    /// Order by an aggregate's position (0-based) or, for row listings, a numeric field.
+    #[arg(long)]
+    pub order_by: Option<String>,
+    /// Descending order.
+    #[arg(long)]
+    pub desc: bool,
+    /// Most rows.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+/// Where requests go.
+enum Backend {
+    Http {
+        base: String,
+        client: hyper_util::client::legacy::Client<
+            hyper_util::client::legacy::connect::HttpConnector,
+            Body,
+        >,
+    },
+    Local(axum::Router),
+}
+
+impl Backend {
+    async fn send(
+        &self,
+        args: &QueryArgs,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Vec<u8>), String> {
+        let mut req = axum::http::Request::builder().method(method);
+        if let Some(t) = &args.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(t) = &args.tenant {
+            req = req.header("x-scope-orgid", t);
+        }
+        let body = match body {
+            Some(v) => {
+                req = req.header("content-type", "application/json");
+                Body::from(v.to_string())
+            }
+            None => Body::empty(),
+        };
+        let resp = match self {
+            Backend::Http { base, client } => {
+                let req = req
+                    .uri(format!("{base}{path}"))
+                    .body(body)
+                    .map_err(|e| e.to_string())?;
+                client
+                    .request(req)
+                    .await
+                    .map_err(|e| format!("cannot reach {base}: {e}"))?
+                    .map(Body::new)
+            }
+            Backend::Local(router) => {
+                use tower::ServiceExt as _;
+                let req = req.uri(path).body(body).map_err(|e| e.to_string())?;
+                router
+                    .clone()
+                    .oneshot(req)
+                    .await
+                    .map_err(|e| e.to_string())?
+            }
+        };
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((status, bytes.to_vec()))
+    }
+
+    /// Sends and decodes a JSON answer; non-2xx answers become errors carrying the server's
+    /// message.
+    async fn json(
+        &self,
+        args: &QueryArgs,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, String> {
+        let (status, bytes) = self.send(args, method, path, body).await?;
+        let v: Value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        if !(200..300).contains(&status) {
+            let msg = v
+                .get("error")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string());
+            return Err(format!("HTTP {status}: {msg}"));
+        }
+        Ok(v)
+    }
+}
+
+fn open_backend(args: &QueryArgs) -> Result<Backend, String> {
+    match &args.data_dir {
+        Some(dir) => {
+            if !dir.join("MANIFEST").exists() && !dir.exists() {
+                return Err(format!("{} does not exist", dir.display()));
+            }
+            let config = sightline_storage::StoreConfig {
+                background: false,
+                ..sightline_storage::StoreConfig::default()
+            };
+            let store = sightline_storage::Store::open(dir, config).map_err(|e| match e {
+                sightline_storage::StorageError::Locked(_) => format!(
+                    "{} is in use by a running server; ask it with --url instead",
+                    dir.display()
+                ),
+                e => e.to_string(),
+            })?;
+            let ingest = Ingest::new(
+                Arc::new(store),
+                Limits::default(),
+                Auth::Off,
+                Arc::new(Telemetry::new()),
+            );
+            Ok(Backend::Local(crate::http::router(Arc::new(ingest))))
+        }
+        None => {
+            let base = args
+                .url
+                .clone()
+                .unwrap_or_else(|| "http://127.0.0.1:4318".to_owned());
+            let base = base.trim_end_matches('/').to_owned();
+            if !base.starts_with("http://") {
+                return Err(format!(
+                    "--url must be an http:// URL (put TLS in a proxy in front): {base}"
+                ));
+            }
+            let client =
+                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                    .build_http();
+            Ok(Backend::Http { base, client })
+        }
+    }
+}
+
+/// A time argument: RFC 3339, Unix seconds, or `-DURATION` (that long before now), as Unix
+/// seconds text.
+fn time_arg(s: &str) -> Result<String, String> {
+    if let Some(d) = s.strip_prefix('-')
+        && !d.is_empty()
+        && d.parse::<f64>().is_err()
+    {
+        let ns = sightline_query::time::parse_duration(d).map_err(|e| e.to_string())?;
+        return Ok(format!("{:.3}", now_secs() - ns as f64 / 1e9));
+    }
+    sightline_query::time::parse_time(s)
+        .map(|t| format!("{:.9}", t.0 as f64 / 1e9))
+        .map_err(|e| e.to_string())
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn form(pairs: &[(&str, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", urlencode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn urlencode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Parses `KEY=V`, `KEY!=V`, `KEY=~RE`, `KEY!~RE`.
+fn matcher_arg(s: &str) -> Result<Value, String> {
+    for op in ["!=", "=~", "!~", "="] {
+        if let Some(i) = s.find(op) {
+            // `=` must not be the first char of `=~`.
+            if op == "=" && s[i..].starts_with("=~") {
+                continue;
+            }
+            let (k, v) = (&s[..i], &s[i + op.len()..]);
+            if k.is_empty() {
+                break;
+            }
+            return Ok(json!({"key": k, "op": op, "value": v.trim_matches('"')}));
+        }
+    }
+    Err(format!(
+        "cannot parse matcher {s:?}; use KEY=VALUE, KEY!=VALUE, KEY=~REGEX or KEY!~REGEX"
+    ))
+}
+
+/// Parses `FIELD>VALUE` and friends; `duration` values take units.
+fn filter_arg(s: &str) -> Result<Value, String> {
+    for op in [">=", "<=", "!=", ">", "<", "="] {
+        if let Some(i) = s.find(op) {
+            let (field, v) = (s[..i].trim(), s[i + op.len()..].trim());
+            let value = match v.parse::<f64>() {
+                Ok(x) if field != "duration" => x,
+                _ => sightline_query::time::parse_duration(v).map_err(|e| e.to_string())? as f64,
+            };
+            return Ok(json!({"field": field, "op": op, "value": value}));
+        }
+    }
+    Err(format!(
+        "cannot parse filter {s:?}; use FIELD>VALUE (>=, <, <=, =, !=)"
+    ))
+}
+
+/// Parses `count`, `rate`, `error_ratio`, `sum:F`, `p99:F`, `quantile:0.9:F`.
+fn agg_arg(s: &str) -> Result<Value, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    Ok(match parts.as_slice() {
+        [f @ ("count" | "rate" | "error_ratio")] => json!({"func": f}),
+        [f @ ("sum" | "avg" | "min" | "max"), field] => json!({"func": f, "field": field}),
+        ["quantile", q, field] => {
+            let q: f64 = q.parse().map_err(|_| format!("bad quantile in {s:?}"))?;
+            json!({"func": {"quantile": q}, "field": field})
+        }
+        [p, field] if p.starts_with('p') => {
+            let n: f64 = p[1..]
+                .parse()
+                .map_err(|_| format!("bad percentile in {s:?}"))?;
+            json!({"func": {"quantile": n / 100.0}, "field": field})
+        }
+        _ => {
+            return Err(format!(
+                "cannot parse aggregate {s:?}; use count, rate, error_ratio, sum:F, avg:F, min:F, max:F, p99:F or quantile:Q:F"
+            ));
+        }
+    })
+}
+
+fn aggregate_body(a: &AggregateArgs) -> Result<Value, String> {
+    let start = match (&a.since, &a.start) {
+        (Some(d), _) => Some(time_arg(&format!("-{d}"))?),
+        (None, Some(s)) => Some(time_arg(s)?),
+        (None, None) => None,
+    };
+    let end = a.end.as_deref().map(time_arg).transpose()?;
+    let order_by = a.order_by.as_ref().map(|o| match o.parse::<usize>() {
+        Ok(i) => json!({"by": {"aggregate": i}, "descending": a.desc}),
+        Err(_) => json!({"by": {"field": o}, "descending": a.desc}),
+    });
+    Ok(json!({
+        "signal": a.signal,
+        "start": start,
+        "end": end,
+        "matchers": a.matchers.iter().map(|m| matcher_arg(m)).collect::<Result<Vec<_>, _>>()?,
+        "text": a.text,
+        "filters": a.filters.iter().map(|f| filter_arg(f)).collect::<Result<Vec<_>, _>>()?,
+        "group_by": a.group_by,
+        "bucket": a.bucket,
+        "aggregates": a.aggregates.iter().map(|g| agg_arg(g)).collect::<Result<Vec<_>, _>>()?,
+        "columns": a.columns,
+        "order_by": order_by,
+        "limit": a.limit,
+    }))
+}
+
+/// Runs `sightline query` and returns what to print.
+pub fn run(args: &QueryArgs) -> Result<String, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: &QueryArgs) -> Result<String, String> {
+    let backend = open_backend(args)?;
+    match &args.what {
+        QueryCommand::Promql {
+            expr,
+            time,
+            start,
+            end,
+            step,
+        } => {
+            let (path, mut pairs) = match start {
+                Some(s) => (
+                    "/api/v1/query_range",
+                    vec![
+                        ("start", time_arg(s)?),
+                        (
+                            "end",
+                            end.as_deref()
+                                .map(time_arg)
+                                .transpose()?
+                                .unwrap_or_else(|| format!("{:.3}", now_secs())),
+                        ),
+                        ("step", step.clone().unwrap_or_else(|| "1m".into())),
+                    ],
+                ),
+                None => (
+                    "/api/v1/query",
+                    vec![(
+                        "time",
+                        time.as_deref()
+                            .map(time_arg)
+                            .transpose()?
+                            .unwrap_or_else(|| format!("{:.3}", now_secs())),
+                    )],
+                ),
+            };
+            pairs.push(("query", expr.clone()));
+            let v = backend
+                .json(args, "GET", &format!("{path}?{}", form(&pairs)), None)
+                .await?;
+            Ok(if args.json {
+                v.to_string()
+            } else {
+                render::promql(&v)
+            })
+        }
+        QueryCommand::Aggregate(a) => {
+            let body = aggregate_body(a)?;
+            let v = backend
+                .json(args, "POST", "/api/v1/aggregate", Some(body))
+                .await?;
+            Ok(if args.json {
+                v.to_string()
+            } else {
+                render::table(&v["data"])
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_parsers() {
+        assert_eq!(
+            matcher_arg("gen_ai.request.model=~gpt-.*").ok(),
+            Some(json!({"key": "gen_ai.request.model", "op": "=~", "value": "gpt-.*"}))
+        );
+        assert_eq!(
+            matcher_arg("user.id!=u1").ok(),
+            Some(json!({"key": "user.id", "op": "!=", "value": "u1"}))
+        );
+        assert!(matcher_arg("=x").is_err());
+        assert_eq!(
+            filter_arg("duration>2s").ok(),
+            Some(json!({"field": "duration", "op": ">", "value": 2e9}))
+        );
+        assert_eq!(
+            filter_arg("gen_ai.usage.input_tokens>=100").ok(),
+            Some(json!({"field": "gen_ai.usage.input_tokens", "op": ">=", "value": 100.0}))
+        );
+        assert_eq!(
+            agg_arg("p99:duration").ok(),
+            Some(json!({"func": {"quantile": 0.99}, "field": "duration"}))
+        );
+        assert!(agg_arg("median").is_err());
+        assert_eq!(urlencode("a b+c"), "a%20b%2Bc");
+        assert!(time_arg("-1h").is_ok());
+        assert!(time_arg("-x").is_err());
+    }
+}

@@ -1,0 +1,200 @@
+//! Plain-text tables for `sightline query` answers.
+
+use serde_json::Value;
+
+/// Left-aligned columns separated by two spaces, with a header row.
+pub fn columns(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if let Some(w) = width.get_mut(i) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            let pad = width.get(i).copied().unwrap_or(0);
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<pad$}"));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(header);
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+/// Nanoseconds since the epoch as RFC 3339 (UTC, milliseconds).
+pub fn time_ns(ns: i64) -> String {
+    chrono::DateTime::from_timestamp(
+        ns.div_euclid(1_000_000_000),
+        ns.rem_euclid(1_000_000_000) as u32,
+    )
+    .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    .unwrap_or_else(|| ns.to_string())
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(f)) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{f:.0}"),
+            (None, Some(f)) => format!("{f:.6}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_owned(),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// A `{"columns": [...], "rows": [[...]]}` table; a `time` column is shown as RFC 3339.
+pub fn table(data: &Value) -> String {
+    let header: Vec<String> = data["columns"]
+        .as_array()
+        .map(|c| c.iter().map(cell).collect())
+        .unwrap_or_default();
+    let time_col = header.iter().position(|h| h == "time");
+    let rows: Vec<Vec<String>> = data["rows"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|r| {
+                    r.as_array()
+                        .map(|r| {
+                            r.iter()
+                                .enumerate()
+                                .map(|(i, v)| match (Some(i) == time_col, v.as_i64()) {
+                                    (true, Some(ns)) => time_ns(ns),
+                                    _ => cell(v),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = columns(&header, &rows);
+    out.push_str(&format!("({} rows)", rows.len()));
+    out
+}
+
+fn labels(metric: &Value) -> String {
+    let Some(m) = metric.as_object() else {
+        return "{}".into();
+    };
+    let name = m.get("__name__").and_then(Value::as_str).unwrap_or("");
+    let rest: Vec<String> = m
+        .iter()
+        .filter(|(k, _)| *k != "__name__")
+        .map(|(k, v)| format!("{k}={:?}", v.as_str().unwrap_or("")))
+        .collect();
+    format!("{name}{{{}}}", rest.join(", "))
+}
+
+fn sample_time(t: &Value) -> String {
+    t.as_f64()
+        .map(|s| time_ns((s * 1e9).round() as i64))
+        .unwrap_or_default()
+}
+
+/// A Prometheus API answer (`{"status", "data": {"resultType", "result"}}`).
+pub fn promql(v: &Value) -> String {
+    let data = &v["data"];
+    let result = &data["result"];
+    let mut out = match data["resultType"].as_str() {
+        Some("vector") => {
+            let rows: Vec<Vec<String>> = result
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|s| {
+                            vec![
+                                labels(&s["metric"]),
+                                sample_time(&s["value"][0]),
+                                cell(&s["value"][1]),
+                            ]
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            columns(&["series".into(), "time".into(), "value".into()], &rows)
+        }
+        Some("matrix") => {
+            let rows: Vec<Vec<String>> = result
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .flat_map(|s| {
+                            let name = labels(&s["metric"]);
+                            s["values"]
+                                .as_array()
+                                .cloned()
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(move |p| vec![name.clone(), sample_time(&p[0]), cell(&p[1])])
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            columns(&["series".into(), "time".into(), "value".into()], &rows)
+        }
+        Some("scalar") | Some("string") => columns(
+            &["time".into(), "value".into()],
+            &[vec![sample_time(&result[0]), cell(&result[1])]],
+        ),
+        _ => v.to_string(),
+    };
+    if let Some(w) = v["warnings"].as_array() {
+        for w in w {
+            out.push_str(&format!("warning: {}\n", cell(w)));
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders_tables_and_prometheus_answers() {
+        let t = table(&json!({"columns": ["model", "time", "count"],
+            "rows": [["gpt-4o", 1_780_272_000_000_000_000i64, 3], ["claude", 1_780_272_060_000_000_000i64, 12.5]]}));
+        assert_eq!(
+            t,
+            "model   time                      count\ngpt-4o  2026-06-01T00:00:00.000Z  3\nclaude  2026-06-01T00:01:00.000Z  12.5\n(2 rows)"
+        );
+        let p = promql(
+            &json!({"status": "success", "data": {"resultType": "scalar", "result": [4, "2"]}}),
+        );
+        assert_eq!(
+            p,
+            "time                      value\n1970-01-01T00:00:04.000Z  2"
+        );
+        let p = promql(
+            &json!({"status": "success", "data": {"resultType": "vector",
+            "result": [{"metric": {"__name__": "up", "job": "a"}, "value": [4.5, "1"]}]}}),
+        );
+        assert!(
+            p.contains("up{job=\"a\"}  1970-01-01T00:00:04.500Z  1"),
+            "{p}"
+        );
+    }
+}
