@@ -132,6 +132,7 @@ pub struct AggregateArgs {
 }
 
 /// Where requests go.
+#[allow(clippy::large_enum_variant)] // one per process
 enum Backend {
     Http {
         base: String,
