@@ -3,7 +3,6 @@
 //! accumulator per (group, aggregate). A plan without aggregates keeps the top rows by one field.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use arrow_array::{Array, RecordBatch, UInt8Array};
 use rustc_hash::FxHashMap;
@@ -110,8 +109,10 @@ fn quantile(v: &mut [f64], q: f64) -> f64 {
 /// Interns the values of one group-by column into dense ids.
 enum Interner {
     Text {
-        ids: HashMap<String, u32>,
+        ids: FxHashMap<Box<str>, u32>,
         values: Vec<String>,
+        /// The id of the last value looked up (rows often repeat their neighbour's key).
+        last: Option<u32>,
     },
     Time {
         step: i64,
@@ -124,8 +125,9 @@ impl Interner {
     fn new(g: &GroupBy) -> Self {
         match g {
             GroupBy::Key(_) => Interner::Text {
-                ids: HashMap::new(),
+                ids: FxHashMap::default(),
                 values: Vec::new(),
+                last: None,
             },
             GroupBy::Time(step) => Interner::Time {
                 step: *step,
@@ -136,15 +138,24 @@ impl Interner {
     }
 
     fn text(&mut self, s: &str) -> u32 {
-        let Interner::Text { ids, values } = self else {
+        let Interner::Text { ids, values, last } = self else {
             return 0;
         };
-        if let Some(&id) = ids.get(s) {
+        if let Some(id) = *last
+            && values.get(id as usize).is_some_and(|v| v == s)
+        {
             return id;
         }
-        let id = values.len() as u32;
-        values.push(s.to_owned());
-        ids.insert(s.to_owned(), id);
+        let id = match ids.get(s) {
+            Some(&id) => id,
+            None => {
+                let id = values.len() as u32;
+                values.push(s.to_owned());
+                ids.insert(s.into(), id);
+                id
+            }
+        };
+        *last = Some(id);
         id
     }
 
