@@ -11,9 +11,9 @@ mod golden;
 use std::time::Instant;
 
 use golden::compare::{Outcome, compare, from_ours};
+use golden::data;
 use golden::prom::{self, Prometheus};
 use golden::queries::{ERROR_QUERIES, INSTANT_TIMES, QUERIES, RANGES};
-use golden::data;
 use sightline_query::promql::{MemorySource, StoreSource, instant_query, range_query};
 use sightline_storage::{FsyncPolicy, Store, StoreConfig, TenantId};
 
@@ -42,7 +42,11 @@ fn promql_answers_match_prometheus() {
         println!("skipped: prometheus and promtool are not installed (apt-get install prometheus)");
         return;
     }
-    assert!(QUERIES.len() >= 150, "only {} golden queries", QUERIES.len());
+    assert!(
+        QUERIES.len() >= 150,
+        "only {} golden queries",
+        QUERIES.len()
+    );
     let started = Instant::now();
     let data = data::generate();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -143,6 +147,9 @@ fn unsupported_constructs_are_refused_by_name() {
         let err = instant_query(&src, q, data::T0)
             .expect_err("unsupported construct must fail")
             .to_string();
-        assert!(err.contains(needle), "{q}: error {err:?} should name {needle}");
+        assert!(
+            err.contains(needle),
+            "{q}: error {err:?} should name {needle}"
+        );
     }
 }

@@ -611,13 +611,18 @@ fn absent_labels(e: &Expr) -> Labels {
         Expr::MatrixSelector(ms) => &ms.vs,
         _ => return Arc::new(Vec::new()),
     };
+    // As Prometheus' createLabelsForAbsentFunction: an equality matcher sets its label unless
+    // the label is already set; any other matcher on a set label (or a second `=`) removes it.
     let mut v: Vec<(String, String)> = Vec::new();
     for m in &vs.matchers.matchers {
-        if matches!(m.op, promql_parser::label::MatchOp::Equal)
-            && m.name != super::value::METRIC_NAME
-        {
-            v.retain(|(k, _)| k != &m.name);
+        if m.name == super::value::METRIC_NAME {
+            continue;
+        }
+        let set = v.iter().any(|(k, _)| k == &m.name);
+        if matches!(m.op, promql_parser::label::MatchOp::Equal) && !set {
             v.push((m.name.clone(), m.value.clone()));
+        } else {
+            v.retain(|(k, _)| k != &m.name);
         }
     }
     v.sort();

@@ -2,8 +2,8 @@
 //! within a tight relative tolerance (NaN equals NaN, infinities equal by sign), series order
 //! compared only where the query defines it (a top-level `sort`/`sort_desc`).
 
-use sightline_query::promql::QueryResult;
 use serde_json::Value as Json;
+use sightline_query::promql::QueryResult;
 
 /// A label set, sorted by name.
 pub type Labels = Vec<(String, String)>;
@@ -138,7 +138,9 @@ pub fn compare(ours: &Outcome, theirs: &Outcome, ordered: bool) -> Result<(), St
             if t1 == t2 && close(*v1, *v2) {
                 Ok(())
             } else {
-                Err(format!("scalar: ours ({t1}, {v1}), prometheus ({t2}, {v2})"))
+                Err(format!(
+                    "scalar: ours ({t1}, {v1}), prometheus ({t2}, {v2})"
+                ))
             }
         }
         (Outcome::String(a), Outcome::String(b)) if a == b => Ok(()),
@@ -196,13 +198,15 @@ pub fn compare(ours: &Outcome, theirs: &Outcome, ordered: bool) -> Result<(), St
             }
             for (x, y) in a.iter().zip(&b) {
                 let same = x.1.len() == y.1.len()
-                    && x.1.iter().zip(&y.1).all(|(p, q)| p.0 == q.0 && close(p.1, q.1));
-                if !same {
-                    let first = x
-                        .1
+                    && x.1
                         .iter()
                         .zip(&y.1)
-                        .find(|(p, q)| p.0 != q.0 || !close(p.1, q.1));
+                        .all(|(p, q)| p.0 == q.0 && close(p.1, q.1));
+                if !same {
+                    let first =
+                        x.1.iter()
+                            .zip(&y.1)
+                            .find(|(p, q)| p.0 != q.0 || !close(p.1, q.1));
                     return Err(format!(
                         "matrix {}: ours {} points, prometheus {}; first difference {:?}",
                         fmt_labels(&x.0),

@@ -108,7 +108,11 @@ pub fn generate() -> Vec<GenSeries> {
 
     // Counters with resets (about one per 200 scrapes, so most series reset once or twice).
     for &(job, inst) in &instances {
-        let methods: &[&str] = if job == "api" { &["GET", "POST"] } else { &["GET"] };
+        let methods: &[&str] = if job == "api" {
+            &["GET", "POST"]
+        } else {
+            &["GET"]
+        };
         for m in methods {
             let times = scrapes(&mut rng, T0, END, 15_000, 2_500);
             out.push(GenSeries {
@@ -181,7 +185,11 @@ pub fn generate() -> Vec<GenSeries> {
         let version = format!("1.{k}");
         out.push(GenSeries {
             name: "instance_info",
-            labels: lbl(&[("instance", inst), ("region", region), ("version", &version)]),
+            labels: lbl(&[
+                ("instance", inst),
+                ("region", region),
+                ("version", &version),
+            ]),
             kind: MetricKind::Gauge,
             samples: times.iter().map(|&t| (t, 1.0)).collect(),
         });
@@ -213,7 +221,10 @@ pub fn generate() -> Vec<GenSeries> {
         let mut sum = 0.0f64;
         let mut rows: Vec<(i64, [u64; 7], f64)> = Vec::new();
         for &t in &times {
-            if job == "worker" && t >= T0 + 100 * MIN && rows.last().is_some_and(|r| r.0 < T0 + 100 * MIN) {
+            if job == "worker"
+                && t >= T0 + 100 * MIN
+                && rows.last().is_some_and(|r| r.0 < T0 + 100 * MIN)
+            {
                 counts = [0; 7];
                 sum = 0.0;
             }
@@ -273,7 +284,8 @@ pub fn generate() -> Vec<GenSeries> {
             v += rng.int(0, 40) as f64;
             samples.push((t, v));
         }
-        t += [5_000, 10_000, 15_000, 30_000, 45_000, 61_000][rng.int(0, 5) as usize] + rng.int(0, 999);
+        t += [5_000, 10_000, 15_000, 30_000, 45_000, 61_000][rng.int(0, 5) as usize]
+            + rng.int(0, 999);
     }
     out.push(GenSeries {
         name: "sporadic_value",
@@ -309,7 +321,11 @@ fn om_value(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
     } else {
         format!("{v}")
     }
@@ -317,8 +333,12 @@ fn om_value(v: f64) -> String {
 
 /// The data as OpenMetrics text, one family per metric name, series contiguous.
 pub fn openmetrics(data: &[GenSeries]) -> String {
-    let mut names: Vec<&str> = data.iter().map(|s| s.name).collect();
-    names.dedup();
+    let mut names: Vec<&str> = Vec::new();
+    for s in data {
+        if !names.contains(&s.name) {
+            names.push(s.name);
+        }
+    }
     let mut out = String::new();
     for name in names {
         for s in data.iter().filter(|s| s.name == name) {

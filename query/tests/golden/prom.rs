@@ -46,6 +46,9 @@ impl Prometheus {
     pub fn start(dir: &Path, openmetrics: &str) -> Prometheus {
         let om = dir.join("data.om");
         std::fs::write(&om, openmetrics).expect("write openmetrics");
+        if let Ok(keep) = std::env::var("SIGHTLINE_GOLDEN_KEEP") {
+            let _ = std::fs::write(keep, openmetrics);
+        }
         let tsdb = dir.join("tsdb");
         let out = Command::new("promtool")
             .args(["tsdb", "create-blocks-from", "openmetrics"])
