@@ -25,6 +25,18 @@ fn group_labels(labels: &Labels, modifier: Option<&LabelModifier>) -> Labels {
     })
 }
 
+/// Ascending order with NaN before everything, as Go's `sort.Sort(vectorByValueHeap)` orders
+/// values in Prometheus (`quantile`, `quantile_over_time`, `sort`).
+pub(crate) fn nan_first(a: f64, b: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
 /// Prometheus' quantile over values: linear interpolation at rank `q * (n - 1)`.
 pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     if values.is_empty() {
@@ -36,7 +48,7 @@ pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     if q > 1.0 {
         return f64::INFINITY;
     }
-    values.sort_by(f64::total_cmp);
+    values.sort_by(|a, b| nan_first(*a, *b));
     let n = values.len() as f64;
     let rank = q * (n - 1.0);
     let lower = rank.floor().max(0.0) as usize;

@@ -82,12 +82,16 @@ fn counter(rng: &mut Rng, times: &[i64], max_inc: f64, reset_every: u64) -> Vec<
     times
         .iter()
         .map(|&t| {
-            if reset_every > 0 && rng.next() % reset_every == 0 {
+            if reset_every > 0 && rng.next().is_multiple_of(reset_every) {
                 v = rng.int(0, 3) as f64;
             } else {
                 let inc = (rng.f() * max_inc).floor();
                 // A few fractional increments, as counters of seconds have.
-                v += if rng.next() % 7 == 0 { inc + 0.25 } else { inc };
+                v += if rng.next().is_multiple_of(7) {
+                    inc + 0.25
+                } else {
+                    inc
+                };
             }
             (t, v)
         })
@@ -160,7 +164,7 @@ pub fn generate() -> Vec<GenSeries> {
         let samples = times
             .iter()
             .map(|&t| {
-                if rng.next() % 40 == 0 {
+                if rng.next().is_multiple_of(40) {
                     up = 1.0 - up;
                 }
                 (t, up)
@@ -299,7 +303,7 @@ pub fn generate() -> Vec<GenSeries> {
     let samples = times
         .iter()
         .map(|&t| {
-            let v = if rng.next() % 9 == 0 {
+            let v = if rng.next().is_multiple_of(9) {
                 f64::NAN
             } else {
                 rng.int(-20, 20) as f64 / 4.0
