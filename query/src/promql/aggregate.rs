@@ -25,6 +25,18 @@ fn group_labels(labels: &Labels, modifier: Option<&LabelModifier>) -> Labels {
     })
 }
 
+/// Ascending order with NaN before everything, as Go's `sort.Sort(vectorByValueHeap)` orders
+/// values in Prometheus (`quantile`, `quantile_over_time`, `sort`).
+pub(crate) fn nan_first(a: f64, b: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
 /// Prometheus' quantile over values: linear interpolation at rank `q * (n - 1)`.
 pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     if values.is_empty() {
@@ -36,7 +48,7 @@ pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     if q > 1.0 {
         return f64::INFINITY;
     }
-    values.sort_by(f64::total_cmp);
+    values.sort_by(|a, b| nan_first(*a, *b));
     let n = values.len() as f64;
     let rank = q * (n - 1.0);
     let lower = rank.floor().max(0.0) as usize;
@@ -70,30 +82,18 @@ pub(crate) fn eval(ev: &Evaluator<'_>, a: &AggregateExpr) -> Result<Value> {
             }
             let mut keep = vec![vec![false; steps]; input.len()];
             for members in groups.values() {
+                // Ties are decided by input order (selectors yield label order, as in
+                // Prometheus) and the heap, so both follow Prometheus.
                 for t in 0..steps {
                     let kt = k[t];
-                    if !kt.is_finite() || kt < 1.0 {
+                    if kt.is_nan() || kt < 1.0 {
                         continue;
                     }
-                    let mut present: Vec<usize> = members
+                    let present = members
                         .iter()
                         .copied()
-                        .filter(|&i| input[i].values[t].is_some())
-                        .collect();
-                    present.sort_by(|&x, &y| {
-                        let (vx, vy) = (
-                            input[x].values[t].unwrap_or(f64::NAN),
-                            input[y].values[t].unwrap_or(f64::NAN),
-                        );
-                        // NaN sorts last for both topk and bottomk, as in Prometheus.
-                        match (vx.is_nan(), vy.is_nan()) {
-                            (true, false) => std::cmp::Ordering::Greater,
-                            (false, true) => std::cmp::Ordering::Less,
-                            _ if op == "topk" => vy.total_cmp(&vx),
-                            _ => vx.total_cmp(&vy),
-                        }
-                    });
-                    for &i in present.iter().take(kt as usize) {
+                        .filter_map(|i| input[i].values[t].map(|v| (i, v)));
+                    for i in select_k(present, kt.trunc(), op == "topk") {
                         keep[i][t] = true;
                     }
                 }
@@ -178,6 +178,71 @@ pub(crate) fn eval(ev: &Evaluator<'_>, a: &AggregateExpr) -> Result<Value> {
             Ok(Value::Vector(out))
         }
     }
+}
+
+/// The `k` largest (`top`) or smallest values of `items`, chosen exactly as Prometheus 2.x's
+/// bounded heap does (promql/engine.go `aggregation` over Go's `container/heap`: pop the root,
+/// push the newcomer), so that ties pick the same series. A NaN root is always replaced.
+fn select_k(items: impl Iterator<Item = (usize, f64)>, k: f64, top: bool) -> Vec<usize> {
+    // Go's `vectorByValueHeap.Less` (`top`) or `vectorByReverseValueHeap.Less`.
+    let less = |a: f64, b: f64| a.is_nan() || if top { a < b } else { a > b };
+    let up = |h: &mut Vec<(usize, f64)>, mut j: usize| {
+        while j > 0 {
+            let i = (j - 1) / 2;
+            if !less(h[j].1, h[i].1) {
+                break;
+            }
+            h.swap(i, j);
+            j = i;
+        }
+    };
+    let down = |h: &mut Vec<(usize, f64)>, n: usize| {
+        let mut i = 0;
+        loop {
+            let j1 = 2 * i + 1;
+            if j1 >= n {
+                break;
+            }
+            let mut j = j1;
+            if j1 + 1 < n && less(h[j1 + 1].1, h[j1].1) {
+                j = j1 + 1;
+            }
+            if !less(h[j].1, h[i].1) {
+                break;
+            }
+            h.swap(i, j);
+            i = j;
+        }
+    };
+    let mut heap: Vec<(usize, f64)> = Vec::new();
+    for (i, v) in items {
+        if (heap.len() as f64) < k {
+            heap.push((i, v));
+            let last = heap.len() - 1;
+            up(&mut heap, last);
+            continue;
+        }
+        let Some(&(_, root)) = heap.first() else {
+            continue;
+        };
+        let replaces = if top { root < v } else { root > v };
+        if !(replaces || root.is_nan()) {
+            continue;
+        }
+        if heap.len() == 1 {
+            heap[0] = (i, v);
+            continue;
+        }
+        // heap.Pop: move the root last, restore the heap on the rest, drop it; then heap.Push.
+        let n = heap.len() - 1;
+        heap.swap(0, n);
+        down(&mut heap, n);
+        heap.pop();
+        heap.push((i, v));
+        let last = heap.len() - 1;
+        up(&mut heap, last);
+    }
+    heap.into_iter().map(|(i, _)| i).collect()
 }
 
 fn reduce(op: &str, v: &mut [f64], q: Option<f64>) -> Result<f64> {

@@ -39,6 +39,13 @@ fn is_comparison(op: &str) -> bool {
     matches!(op, "==" | "!=" | ">" | "<" | ">=" | "<=")
 }
 
+/// Whether the result keeps `__name__`: Prometheus 2.x drops it for `+ - * / % ^` and for
+/// `bool` comparisons, and keeps it for filtering comparisons and `atan2`
+/// (`shouldDropMetricName`).
+fn keeps_name(op: &str, return_bool: bool) -> bool {
+    !return_bool && (is_comparison(op) || op == "atan2")
+}
+
 /// Applies `op` to one pair of values. Returns the value to emit (`None`: filtered out) and
 /// whether the result is a comparison result (0/1) rather than the left value.
 fn apply(op: &str, return_bool: bool, a: f64, b: f64) -> Result<Option<f64>> {
@@ -93,7 +100,8 @@ fn vector_scalar(
             "set operator {op} needs instant vectors on both sides"
         )));
     }
-    let keep_name = is_comparison(op) && !return_bool;
+    let filter = is_comparison(op) && !return_bool;
+    let keep_name = keeps_name(op, return_bool);
     let mut out = Vec::with_capacity(v.len());
     for series in v {
         let mut values = Vec::with_capacity(series.values.len());
@@ -103,7 +111,7 @@ fn vector_scalar(
                     let (a, b) = if scalar_left { (s[i], *x) } else { (*x, s[i]) };
                     // A filtering comparison keeps the vector's value, whichever side it is on.
                     match apply(op, return_bool, a, b)? {
-                        Some(_) if keep_name => Some(*x),
+                        Some(_) if filter => Some(*x),
                         other => other,
                     }
                 }
@@ -230,7 +238,8 @@ fn vector_vector(
     for (i, s) in one_sig.iter().enumerate() {
         one_index.entry(s).or_default().push(i);
     }
-    let keep_name = is_comparison(op) && !return_bool;
+    let filter = is_comparison(op) && !return_bool;
+    let keep_name = keeps_name(op, return_bool);
     let mut results: HashMap<Labels, Vec<Option<f64>>> = HashMap::new();
     let mut order: Vec<Labels> = Vec::new();
     let mut many_seen: HashMap<(Vec<(String, String)>, usize), usize> = HashMap::new();
@@ -269,7 +278,7 @@ fn vector_vector(
                 continue;
             };
             // Filtering comparisons keep the left-hand value.
-            let v = if keep_name { a } else { v };
+            let v = if filter { a } else { v };
             let labels = result_labels(&m.labels, &o.labels, matching, &card, include, keep_name);
             let entry = results.entry(labels.clone()).or_insert_with(|| {
                 order.push(labels.clone());

@@ -69,7 +69,9 @@ impl<'a> Evaluator<'a> {
             let t = self.ref_time(i, offset, &vs.at);
             (lo.min(t), hi.max(t))
         });
-        let series = self.source.select(&matchers, lo - range_ms, hi)?;
+        let mut series = self.source.select(&matchers, lo - range_ms, hi)?;
+        // Prometheus' selectors yield series in label order; results and `topk` ties follow it.
+        series.sort_by(|a, b| a.labels.cmp(&b.labels));
         if series.len() > MAX_SERIES_PER_SELECTOR {
             return Err(QueryError::Execution(format!(
                 "selector {vs} matches {} series, more than the limit of {MAX_SERIES_PER_SELECTOR}",

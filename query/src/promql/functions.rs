@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use promql_parser::parser::{Call, Expr};
 
-use super::aggregate::{kahan_sum, quantile};
+use super::aggregate::{kahan_sum, nan_first, quantile};
 use super::eval::Evaluator;
 use super::value::{Labels, Series, Value, drop_name, label, with_label};
 use crate::error::{QueryError, Result};
@@ -368,14 +368,14 @@ pub(crate) fn eval(ev: &Evaluator<'_>, c: &Call) -> Result<Value> {
                 None
             };
             Ok(Value::Vector(map_vector(v, false, |x, t| match name {
-                "clamp_min" => Some(x.max(a[t])),
-                "clamp_max" => Some(x.min(a[t])),
+                "clamp_min" => Some(go_max(x, a[t])),
+                "clamp_max" => Some(go_min(x, a[t])),
                 _ => {
                     let hi = b.as_ref().map_or(f64::NAN, |b| b[t]);
                     if a[t] > hi {
                         None
                     } else {
-                        Some(x.max(a[t]).min(hi))
+                        Some(go_min(go_max(x, a[t]), hi))
                     }
                 }
             })))
@@ -452,10 +452,13 @@ pub(crate) fn eval(ev: &Evaluator<'_>, c: &Call) -> Result<Value> {
                         a.values[0].unwrap_or(f64::NAN),
                         b.values[0].unwrap_or(f64::NAN),
                     );
-                    if name == "sort" {
-                        x.total_cmp(&y)
-                    } else {
-                        y.total_cmp(&x)
+                    // NaN sorts to the bottom either way, as in Prometheus' funcSort(Desc).
+                    match (x.is_nan(), y.is_nan()) {
+                        (true, true) => std::cmp::Ordering::Equal,
+                        (true, false) => std::cmp::Ordering::Greater,
+                        (false, true) => std::cmp::Ordering::Less,
+                        _ if name == "sort" => nan_first(x, y),
+                        _ => nan_first(y, x),
                     }
                 });
             }
@@ -558,6 +561,24 @@ pub(crate) fn eval(ev: &Evaluator<'_>, c: &Call) -> Result<Value> {
     }
 }
 
+/// Go's `math.Max`: NaN if either is NaN (Rust's `f64::max` ignores a NaN).
+fn go_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
+/// Go's `math.Min`: NaN if either is NaN.
+fn go_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
 fn parse_le(s: &str) -> std::result::Result<f64, ()> {
     match s {
         "+Inf" | "Inf" | "inf" | "+inf" => Ok(f64::INFINITY),
@@ -611,13 +632,18 @@ fn absent_labels(e: &Expr) -> Labels {
         Expr::MatrixSelector(ms) => &ms.vs,
         _ => return Arc::new(Vec::new()),
     };
+    // As Prometheus' createLabelsForAbsentFunction: an equality matcher sets its label unless
+    // the label is already set; any other matcher on a set label (or a second `=`) removes it.
     let mut v: Vec<(String, String)> = Vec::new();
     for m in &vs.matchers.matchers {
-        if matches!(m.op, promql_parser::label::MatchOp::Equal)
-            && m.name != super::value::METRIC_NAME
-        {
-            v.retain(|(k, _)| k != &m.name);
+        if m.name == super::value::METRIC_NAME {
+            continue;
+        }
+        let set = v.iter().any(|(k, _)| k == &m.name);
+        if matches!(m.op, promql_parser::label::MatchOp::Equal) && !set {
             v.push((m.name.clone(), m.value.clone()));
+        } else {
+            v.retain(|(k, _)| k != &m.name);
         }
     }
     v.sort();
