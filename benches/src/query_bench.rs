@@ -229,7 +229,7 @@ pub fn ask(store: &Store, p: &Params, q: &str, iteration: usize) -> Result<(u64,
     let range =
         |a: i64, b: i64| TimeRange::new(UnixNanos(a), UnixNanos(b)).map_err(|e| e.to_string());
     let model_re =
-        || Matcher::new("gen_ai.request.model", MatchOp::Regex, ".+").map_err(|e| e.to_string());
+        || Matcher::new("gen_ai.request.model", MatchOp::NotEq, "").map_err(|e| e.to_string());
     match q {
         "q1" => {
             let id = TraceId::from_hex(&p.trace_ids[iteration % p.trace_ids.len()])
@@ -331,14 +331,19 @@ pub fn ask(store: &Store, p: &Params, q: &str, iteration: usize) -> Result<(u64,
     }
 }
 
-/// Runs every question `repeats` times (after one warm-up) and returns the medians.
+/// Runs every question (or those in `only`) `repeats` times after one warm-up and returns the
+/// medians.
 pub fn answer_all(
     store: &Store,
     p: &Params,
     repeats: usize,
+    only: &[String],
 ) -> Result<Vec<(String, Answer)>, String> {
     let mut out = Vec::new();
     for (q, _) in QUESTIONS {
+        if !only.is_empty() && !only.iter().any(|o| o == q) {
+            continue;
+        }
         let (rows, digest) = ask(store, p, q, 0)?;
         let mut ms = Vec::with_capacity(repeats);
         for i in 0..repeats {

@@ -78,6 +78,8 @@ pub struct StoreConfig {
     pub retry_after: Duration,
     /// Source of time for retention.
     pub clock: Arc<dyn Clock>,
+    /// Threads one scan may use to read segments in parallel (1: read on the caller's thread).
+    pub scan_threads: usize,
 }
 
 impl Default for StoreConfig {
@@ -97,6 +99,9 @@ impl Default for StoreConfig {
             background: true,
             retry_after: Duration::from_secs(1),
             clock: Arc::new(SystemClock),
+            scan_threads: std::thread::available_parallelism()
+                .map(|n| n.get().min(4))
+                .unwrap_or(1),
         }
     }
 }

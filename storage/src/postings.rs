@@ -238,6 +238,27 @@ impl Postings {
         }
     }
 
+    /// Rows where `key` has a value accepted by `accept` (any matcher that rejects the missing
+    /// value: `!= ""`, `!~ "..."` that rejects "", regexes).
+    pub fn accepted(&self, key: &str, accept: impl Fn(&str) -> bool) -> Lookup {
+        if key.len() > MAX_KEY_LEN {
+            return Lookup::Unknown;
+        }
+        match self.keys.get(key) {
+            None => Lookup::Rows(RoaringBitmap::new()),
+            Some(kp) if !kp.complete => Lookup::Unknown,
+            Some(kp) => {
+                let mut out = RoaringBitmap::new();
+                for (v, b) in &kp.values {
+                    if accept(v) {
+                        out |= b;
+                    }
+                }
+                Lookup::Rows(out)
+            }
+        }
+    }
+
     /// Rows where `key` has a value fully matching `re` (the caller anchors it).
     pub fn matching(&self, key: &str, re: &Regex) -> Lookup {
         if key.len() > MAX_KEY_LEN {

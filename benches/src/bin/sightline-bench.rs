@@ -115,6 +115,9 @@ enum Cmd {
         /// alone when omitted.
         #[arg(long)]
         python: Option<PathBuf>,
+        /// Only these questions (q1..q7, repeatable); all when omitted.
+        #[arg(long = "only", value_name = "Q")]
+        only: Vec<String>,
     },
 }
 
@@ -557,6 +560,7 @@ fn run_query(
     sizes: query_bench::Sizes,
     repeat: usize,
     python: Option<&Path>,
+    only: &[String],
 ) -> Result<serde_json::Value, String> {
     let t = Instant::now();
     let (store, params) = query_bench::load(&dir.join("sightline"), sizes)?;
@@ -568,7 +572,7 @@ fn run_query(
         stats.segment_bytes as f64 / 1e6,
         t.elapsed().as_secs_f64()
     );
-    let ours = query_bench::answer_all(&store, &params, repeat)?;
+    let ours = query_bench::answer_all(&store, &params, repeat, only)?;
     let peers: serde_json::Value = match python {
         None => serde_json::Value::Null,
         Some(py) => {
@@ -600,7 +604,11 @@ fn run_query(
         "q", "question", "sightline", "duckdb", "chdb", "ratio"
     );
     let mut table = Vec::new();
-    for ((q, ans), (_, desc)) in ours.iter().zip(query_bench::QUESTIONS) {
+    for (q, ans) in &ours {
+        let desc = query_bench::QUESTIONS
+            .iter()
+            .find(|(id, _)| id == q)
+            .map_or("", |(_, d)| *d);
         let peer = |name: &str| -> Option<query_bench::Answer> {
             serde_json::from_value(peers.get(name)?.get("answers")?.get(q)?.clone()).ok()
         };
@@ -690,6 +698,7 @@ fn main() {
             samples,
             repeat,
             python,
+            only,
         } => run_query(
             &dir,
             query_bench::Sizes {
@@ -699,6 +708,7 @@ fn main() {
             },
             repeat,
             python.as_deref(),
+            &only,
         ),
     };
     match result {

@@ -49,47 +49,115 @@ impl Serialize for Cell {
     }
 }
 
-/// Running state of one aggregate in one group.
+/// Running state of one aggregate for every group, column-wise (index = group id), so the
+/// inner loops run over one batch per aggregate with no per-row dispatch.
 #[derive(Clone, Debug)]
-enum Acc {
-    Count(u64),
-    Sum { sum: f64, n: u64 },
-    Min(Option<f64>),
-    Max(Option<f64>),
-    Values(Vec<f64>),
-    Errors { errors: u64, total: u64 },
+enum AccCol {
+    Count(Vec<u64>),
+    Sum { sum: Vec<f64>, n: Vec<u64> },
+    Min(Vec<f64>),
+    Max(Vec<f64>),
+    Values(Vec<Vec<f64>>),
+    Errors { errors: Vec<u64>, total: Vec<u64> },
 }
 
-impl Acc {
+impl AccCol {
     fn new(f: AggFunc) -> Self {
         match f {
-            AggFunc::Count | AggFunc::Rate => Acc::Count(0),
-            AggFunc::Sum | AggFunc::Avg => Acc::Sum { sum: 0.0, n: 0 },
-            AggFunc::Min => Acc::Min(None),
-            AggFunc::Max => Acc::Max(None),
-            AggFunc::Quantile(_) => Acc::Values(Vec::new()),
-            AggFunc::ErrorRatio => Acc::Errors {
-                errors: 0,
-                total: 0,
+            AggFunc::Count | AggFunc::Rate => AccCol::Count(Vec::new()),
+            AggFunc::Sum | AggFunc::Avg => AccCol::Sum {
+                sum: Vec::new(),
+                n: Vec::new(),
+            },
+            AggFunc::Min => AccCol::Min(Vec::new()),
+            AggFunc::Max => AccCol::Max(Vec::new()),
+            AggFunc::Quantile(_) => AccCol::Values(Vec::new()),
+            AggFunc::ErrorRatio => AccCol::Errors {
+                errors: Vec::new(),
+                total: Vec::new(),
             },
         }
     }
 
-    fn finish(&mut self, f: AggFunc, seconds: f64) -> Cell {
+    /// Adds a group.
+    fn push_group(&mut self) {
+        match self {
+            AccCol::Count(c) => c.push(0),
+            AccCol::Sum { sum, n } => {
+                sum.push(0.0);
+                n.push(0);
+            }
+            // NaN marks "no value yet"; f64::min/max return the other operand for NaN.
+            AccCol::Min(v) | AccCol::Max(v) => v.push(f64::NAN),
+            AccCol::Values(v) => v.push(Vec::new()),
+            AccCol::Errors { errors, total } => {
+                errors.push(0);
+                total.push(0);
+            }
+        }
+    }
+
+    /// Folds one batch: `gids[i]` is row i's group (`SKIP`: filtered out), `nums` the
+    /// aggregate's field, `errs` whether the row's status is an error.
+    fn update(&mut self, gids: &[u32], nums: Option<&NumCol<'_>>, errs: Option<&UInt8Array>) {
+        let rows = gids.iter().enumerate().filter(|(_, g)| **g != SKIP);
+        match self {
+            AccCol::Count(c) => {
+                for (_, &g) in rows {
+                    c[g as usize] += 1;
+                }
+            }
+            AccCol::Errors { errors, total } => {
+                let code = StatusCode::Error as u8;
+                for (i, &g) in rows {
+                    total[g as usize] += 1;
+                    if errs.is_some_and(|s| s.value(i) == code) {
+                        errors[g as usize] += 1;
+                    }
+                }
+            }
+            _ => {
+                let Some(nums) = nums else { return };
+                for (i, &g) in rows {
+                    let Some(v) = nums.get(i) else { continue };
+                    let g = g as usize;
+                    match self {
+                        AccCol::Sum { sum, n } => {
+                            sum[g] += v;
+                            n[g] += 1;
+                        }
+                        AccCol::Min(m) => m[g] = m[g].min(v),
+                        AccCol::Max(m) => m[g] = m[g].max(v),
+                        AccCol::Values(vs) => vs[g].push(v),
+                        AccCol::Count(_) | AccCol::Errors { .. } => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, f: AggFunc, g: usize, seconds: f64) -> Cell {
         match (f, self) {
-            (AggFunc::Count, Acc::Count(n)) => Cell::Int(*n as i64),
-            (AggFunc::Rate, Acc::Count(n)) => Cell::Num(*n as f64 / seconds),
-            (AggFunc::Sum, Acc::Sum { sum, n }) if *n > 0 => Cell::Num(*sum),
-            (AggFunc::Avg, Acc::Sum { sum, n }) if *n > 0 => Cell::Num(*sum / *n as f64),
-            (AggFunc::Min, Acc::Min(Some(v))) | (AggFunc::Max, Acc::Max(Some(v))) => Cell::Num(*v),
-            (AggFunc::Quantile(q), Acc::Values(v)) if !v.is_empty() => Cell::Num(quantile(v, q)),
-            (AggFunc::ErrorRatio, Acc::Errors { errors, total }) if *total > 0 => {
-                Cell::Num(*errors as f64 / *total as f64)
+            (AggFunc::Count, AccCol::Count(n)) => Cell::Int(n[g] as i64),
+            (AggFunc::Rate, AccCol::Count(n)) => Cell::Num(n[g] as f64 / seconds),
+            (AggFunc::Sum, AccCol::Sum { sum, n }) if n[g] > 0 => Cell::Num(sum[g]),
+            (AggFunc::Avg, AccCol::Sum { sum, n }) if n[g] > 0 => Cell::Num(sum[g] / n[g] as f64),
+            (AggFunc::Min, AccCol::Min(m)) | (AggFunc::Max, AccCol::Max(m)) if !m[g].is_nan() => {
+                Cell::Num(m[g])
+            }
+            (AggFunc::Quantile(q), AccCol::Values(v)) if !v[g].is_empty() => {
+                Cell::Num(quantile(&mut v[g], q))
+            }
+            (AggFunc::ErrorRatio, AccCol::Errors { errors, total }) if total[g] > 0 => {
+                Cell::Num(errors[g] as f64 / total[g] as f64)
             }
             _ => Cell::Null,
         }
     }
 }
+
+/// Group id of a row that did not pass the filters.
+const SKIP: u32 = u32::MAX;
 
 /// Quantile with linear interpolation between closest ranks (Prometheus' `quantile`).
 fn quantile(v: &mut [f64], q: f64) -> f64 {
@@ -146,6 +214,13 @@ impl Interner {
         {
             return id;
         }
+        // Few distinct values (services, models, operations): a scan beats hashing.
+        if values.len() <= 8 {
+            if let Some(id) = values.iter().position(|v| v.len() == s.len() && v == s) {
+                *last = Some(id as u32);
+                return id as u32;
+            }
+        }
         let id = match ids.get(s) {
             Some(&id) => id,
             None => {
@@ -164,6 +239,11 @@ impl Interner {
             return 0;
         };
         let b = t.div_euclid(*step) * *step;
+        if let Some(&last) = values.last()
+            && last == b
+        {
+            return (values.len() - 1) as u32;
+        }
         *ids.entry(b).or_insert_with(|| {
             values.push(b);
             (values.len() - 1) as u32
@@ -194,7 +274,12 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
     let mut interners: Vec<Interner> = plan.group_by.iter().map(Interner::new).collect();
     let mut groups: FxHashMap<u128, u32> = FxHashMap::default();
     let mut group_keys: Vec<u128> = Vec::new();
-    let mut accs: Vec<Vec<Acc>> = Vec::new();
+    let mut accs: Vec<AccCol> = plan
+        .aggregates
+        .iter()
+        .map(|a| AccCol::new(a.func))
+        .collect();
+    let mut gids: Vec<u32> = Vec::new();
     let agg_fields: Vec<Option<&'static str>> = plan
         .aggregates
         .iter()
@@ -247,12 +332,13 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
         } else {
             None
         };
-        let error_code = StatusCode::Error as u8;
+        // Pass 1: the group of every row.
+        gids.clear();
         for i in 0..n {
             if keep.as_ref().is_some_and(|m| !m[i]) {
+                gids.push(SKIP);
                 continue;
             }
-            explain.rows_filtered += 1;
             let t = ts.value(i);
             t_min = t_min.min(t);
             t_max = t_max.max(t);
@@ -261,60 +347,42 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
                 key = (key << 32) | u128::from(col_ids[i]);
             }
             let g = match groups.get(&key) {
-                Some(&g) => g as usize,
+                Some(&g) => g,
                 None => {
                     if group_keys.len() >= MAX_GROUPS {
                         return Err(QueryError::Execution(format!(
                             "the plan forms more than {MAX_GROUPS} groups; group by fewer keys or coarser time buckets"
                         )));
                     }
-                    groups.insert(key, group_keys.len() as u32);
+                    let g = group_keys.len() as u32;
+                    groups.insert(key, g);
                     group_keys.push(key);
-                    accs.push(plan.aggregates.iter().map(|a| Acc::new(a.func)).collect());
-                    group_keys.len() - 1
+                    for acc in &mut accs {
+                        acc.push_group();
+                    }
+                    g
                 }
             };
-            for (ai, acc) in accs[g].iter_mut().enumerate() {
-                let v = nums[ai].as_ref().and_then(|c| c.get(i));
-                match acc {
-                    Acc::Count(c) => *c += 1,
-                    Acc::Sum { sum, n } => {
-                        if let Some(v) = v {
-                            *sum += v;
-                            *n += 1;
-                        }
-                    }
-                    Acc::Min(m) => {
-                        if let Some(v) = v {
-                            *m = Some(m.map_or(v, |m| m.min(v)));
-                        }
-                    }
-                    Acc::Max(m) => {
-                        if let Some(v) = v {
-                            *m = Some(m.map_or(v, |m| m.max(v)));
-                        }
-                    }
-                    Acc::Values(vs) => vs.extend(v),
-                    Acc::Errors { errors, total } => {
-                        *total += 1;
-                        if status.is_some_and(|s| s.value(i) == error_code) {
-                            *errors += 1;
-                        }
-                    }
-                }
-            }
+            gids.push(g);
+        }
+        explain.rows_filtered += gids.iter().filter(|g| **g != SKIP).count() as u64;
+        // Pass 2: each aggregate over the whole batch.
+        for (acc, num) in accs.iter_mut().zip(&nums) {
+            acc.update(&gids, num.as_ref(), status);
         }
     }
     // Like SQL, an aggregate without group-by keys answers one row even over no rows.
     if plan.group_by.is_empty() && group_keys.is_empty() {
         group_keys.push(0);
-        accs.push(plan.aggregates.iter().map(|a| Acc::new(a.func)).collect());
+        for acc in &mut accs {
+            acc.push_group();
+        }
     }
     let seconds = rate_seconds(plan, t_min, t_max);
     let mut rows: Vec<(Vec<Cell>, Vec<Cell>)> = group_keys
         .iter()
-        .zip(accs.iter_mut())
-        .map(|(key, acc)| {
+        .enumerate()
+        .map(|(g, key)| {
             let k = plan.group_by.len();
             let keys = (0..k)
                 .map(|gi| {
@@ -325,8 +393,8 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
             let vals = plan
                 .aggregates
                 .iter()
-                .zip(acc.iter_mut())
-                .map(|(a, acc)| acc.finish(a.func, seconds))
+                .zip(accs.iter_mut())
+                .map(|(a, acc)| acc.finish(a.func, g, seconds))
                 .collect();
             (keys, vals)
         })

@@ -275,9 +275,11 @@ impl Segment {
                             Some(re) => self.postings.matching(&m.key, re),
                             None => Lookup::Unknown,
                         },
-                        // Negative matchers that do not match "" exclude only rows with the key
-                        // set to a listed value; postings cannot express the complement cheaply.
-                        MatchOp::NotEq | MatchOp::NotRegex => Lookup::Unknown,
+                        // A negative matcher that rejects "" (such as `!= ""`) accepts only rows
+                        // that have the key: the union of the accepted values' postings.
+                        MatchOp::NotEq | MatchOp::NotRegex => {
+                            self.postings.accepted(&m.key, |v| m.matches(v))
+                        }
                     };
                     if let Lookup::Rows(rows) = lookup {
                         intersect(&mut candidates, rows);

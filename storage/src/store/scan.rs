@@ -82,8 +82,13 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
     // Samples only: each source's rows with its time bounds and whether they are already sorted
     // and free of duplicates (segments are; memtables are not).
     let mut sources: Vec<Source> = Vec::new();
-    for seg in &segments {
-        match seg.scan(&compiled, &mut result.stats) {
+    for (seg, (res, stats)) in segments.iter().zip(read_segments(
+        &segments,
+        &compiled,
+        inner.config.scan_threads,
+    )) {
+        result.stats.add(&stats);
+        match res {
             Ok(batches) if req.signal == Signal::Samples => {
                 if !batches.is_empty() {
                     sources.push(Source {
@@ -167,6 +172,52 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
         result.stats.rows_returned = result.num_rows() as u64;
     }
     Ok(result)
+}
+
+/// What reading one segment gave.
+type SegmentRead = (Result<Vec<RecordBatch>>, ScanStats);
+
+/// Reads every segment, on up to `threads` threads (segments are independent files), and
+/// returns the results in segment order, so the answer does not depend on the thread count.
+fn read_segments(
+    segments: &[Arc<Segment>],
+    compiled: &CompiledScan<'_>,
+    threads: usize,
+) -> Vec<SegmentRead> {
+    let read = |seg: &Segment| {
+        let mut stats = ScanStats::default();
+        let res = seg.scan(compiled, &mut stats);
+        (res, stats)
+    };
+    let threads = threads.min(segments.len());
+    if threads <= 1 {
+        return segments.iter().map(|s| read(s)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut parts: Vec<(usize, SegmentRead)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(seg) = segments.get(i) else { break };
+                        mine.push((i, read(seg)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| match w.join() {
+                Ok(v) => v,
+                Err(p) => std::panic::resume_unwind(p),
+            })
+            .collect()
+    });
+    parts.sort_by_key(|(i, _)| *i);
+    parts.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Sample rows of one segment or memtable.
