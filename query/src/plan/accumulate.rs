@@ -215,11 +215,11 @@ impl Interner {
             return id;
         }
         // Few distinct values (services, models, operations): a scan beats hashing.
-        if values.len() <= 8 {
-            if let Some(id) = values.iter().position(|v| v.len() == s.len() && v == s) {
-                *last = Some(id as u32);
-                return id as u32;
-            }
+        if values.len() <= 8
+            && let Some(id) = values.iter().position(|v| v.len() == s.len() && v == s)
+        {
+            *last = Some(id as u32);
+            return id as u32;
         }
         let id = match ids.get(s) {
             Some(&id) => id,
