@@ -3,11 +3,13 @@
 //!
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
 //! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
-//! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`.
+//! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
+//! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...).
 
 pub mod detect;
 pub mod ops;
 pub mod otlp;
+pub mod prometheus;
 
 use std::sync::Arc;
 
@@ -37,6 +39,7 @@ pub fn router(state: AppState) -> Router {
         .merge(otlp::routes())
         .merge(detect::routes())
         .merge(ops::routes())
+        .merge(prometheus::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)
 }
