@@ -45,8 +45,14 @@ fn seed(addr: std::net::SocketAddr, base: i64) {
                 ],
                 &counter(base, 2000.0),
             ),
-            ts(&[("__name__", "up"), ("job", "api"), ("instance", "a")], &ones),
-            ts(&[("__name__", "up"), ("job", "db"), ("instance", "c")], &ones),
+            ts(
+                &[("__name__", "up"), ("job", "api"), ("instance", "a")],
+                &ones,
+            ),
+            ts(
+                &[("__name__", "up"), ("job", "db"), ("instance", "c")],
+                &ones,
+            ),
         ],
         vec![meta("http_requests_total", 1, "Total HTTP requests.", "")],
     );
@@ -119,7 +125,12 @@ fn grafana_datasource_requests() {
         r#"{"status":"success","data":{"resultType":"scalar","result":[4,"2"]}}"#
     );
     // The same as GET.
-    let (s, v) = get_json(addr, "/api/v1/query", &[("query", "1+1"), ("time", "4")], &[]);
+    let (s, v) = get_json(
+        addr,
+        "/api/v1/query",
+        &[("query", "1+1"), ("time", "4")],
+        &[],
+    );
     assert_eq!((s, &v["data"]["result"]), (200, &json!([4, "2"])));
 
     // Build info: Prometheus' shape without `features` (Grafana: plain Prometheus).
@@ -200,7 +211,12 @@ fn grafana_datasource_requests() {
     assert_eq!(got.len(), 2);
     assert!(got.iter().all(|(_, p)| p == &vec![(end, "1".to_owned())]));
     for (q, want) in [("1/0", "+Inf"), ("-1/0", "-Inf"), ("0/0", "NaN")] {
-        let (s, v) = get_json(addr, "/api/v1/query", &[("query", q), ("time", "10.5")], &[]);
+        let (s, v) = get_json(
+            addr,
+            "/api/v1/query",
+            &[("query", q), ("time", "10.5")],
+            &[],
+        );
         assert_eq!(s, 200, "{v}");
         assert_eq!(v["data"]["result"], json!([10.5, want]), "{q}");
     }
@@ -369,23 +385,38 @@ fn grafana_datasource_requests() {
     assert!(v["error"].as_str().unwrap().contains("\"time\""), "{v}");
     for params in [
         vec![("query", "up"), ("start", "1"), ("end", "100")],
-        vec![("query", "up"), ("start", "1"), ("end", "100"), ("step", "0")],
+        vec![
+            ("query", "up"),
+            ("start", "1"),
+            ("end", "100"),
+            ("step", "0"),
+        ],
         vec![("query", "up"), ("end", "100"), ("step", "1")],
-        vec![("query", "up"), ("start", "100"), ("end", "1"), ("step", "1")],
-        vec![("query", "up"), ("start", "0"), ("end", "1000000"), ("step", "1")],
-        vec![("query", "up"), ("start", "1"), ("end", "9"), ("step", "1x")],
+        vec![
+            ("query", "up"),
+            ("start", "100"),
+            ("end", "1"),
+            ("step", "1"),
+        ],
+        vec![
+            ("query", "up"),
+            ("start", "0"),
+            ("end", "1000000"),
+            ("step", "1"),
+        ],
+        vec![
+            ("query", "up"),
+            ("start", "1"),
+            ("end", "9"),
+            ("step", "1x"),
+        ],
     ] {
         let (s, v) = get_json(addr, "/api/v1/query_range", &params, &[]);
         assert_error(s, &v, 400, "bad_data");
     }
     let (s, v) = get_json(addr, "/api/v1/series", &with(&[]), &[]);
     assert_error(s, &v, 400, "bad_data");
-    let (s, v) = get_json(
-        addr,
-        "/api/v1/series",
-        &[("match[]", "rate(up[1m])")],
-        &[],
-    );
+    let (s, v) = get_json(addr, "/api/v1/series", &[("match[]", "rate(up[1m])")], &[]);
     assert_error(s, &v, 400, "bad_data");
     let (s, v) = get_json(addr, "/api/v1/label/bad-name/values", &[], &[]);
     assert_error(s, &v, 400, "bad_data");
@@ -423,12 +454,17 @@ fn grafana_datasource_requests() {
         &[("query", "secret_metric"), ("time", &secs(base))],
         &other,
     );
-    assert_eq!(v["data"]["result"][0]["value"], json!([base as f64 / 1000.0, "42"]));
+    assert_eq!(v["data"]["result"][0]["value"], json!([base / 1000, "42"]));
     let (_, v) = get_json(addr, "/api/v1/label/__name__/values", &[], &other);
     assert_eq!(data_strings(&v), ["secret_metric"]);
     let (_, v) = get_json(addr, "/api/v1/labels", &[], &other);
     assert_eq!(data_strings(&v), ["__name__", "job"]);
-    let (s, v) = get_json(addr, "/api/v1/query", &[("query", "up")], &[("X-Scope-OrgID", "bad tenant!")]);
+    let (s, v) = get_json(
+        addr,
+        "/api/v1/query",
+        &[("query", "up")],
+        &[("X-Scope-OrgID", "bad tenant!")],
+    );
     assert_error(s, &v, 400, "bad_data");
 
     server.stop();
@@ -447,7 +483,11 @@ fn staleness_marker_ends_a_series() {
     let body = encode(
         vec![ts(
             &[("__name__", "gone"), ("job", "x")],
-            &[(t0, 1.0), (t0 + 10_000, 2.0), (t0 + 20_000, f64::from_bits(STALE))],
+            &[
+                (t0, 1.0),
+                (t0 + 10_000, 2.0),
+                (t0 + 20_000, f64::from_bits(STALE)),
+            ],
         )],
         vec![],
     );
@@ -468,7 +508,10 @@ fn staleness_marker_ends_a_series() {
     let (_, v) = get_json(
         addr,
         "/api/v1/query",
-        &[("query", "count_over_time(gone[1m])"), ("time", &secs(t0 + 30_000))],
+        &[
+            ("query", "count_over_time(gone[1m])"),
+            ("time", &secs(t0 + 30_000)),
+        ],
         &[],
     );
     assert_eq!(v["data"]["result"][0]["value"][1], "2", "{v}");
@@ -513,10 +556,20 @@ fn bearer_tokens_pick_the_tenant() {
         let (s, v) = get_json(addr, "/api/v1/labels", &[], &headers);
         assert_error(s, &v, 401, "unauthorized");
     }
-    let (s, v) = get_json(addr, "/api/v1/query", &q, &[("Authorization", "Bearer tok-a")]);
+    let (s, v) = get_json(
+        addr,
+        "/api/v1/query",
+        &q,
+        &[("Authorization", "Bearer tok-a")],
+    );
     assert_eq!(s, 200);
     assert_eq!(v["data"]["result"][0]["value"][1], "7");
-    let (s, v) = get_json(addr, "/api/v1/query", &q, &[("Authorization", "Bearer tok-b")]);
+    let (s, v) = get_json(
+        addr,
+        "/api/v1/query",
+        &q,
+        &[("Authorization", "Bearer tok-b")],
+    );
     assert_eq!((s, &v["data"]["result"]), (200, &json!([])));
     let (_, v) = get_json(
         addr,

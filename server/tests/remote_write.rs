@@ -33,7 +33,13 @@ fn refused_requests_store_nothing() {
     let t = now_ms() - 60_000;
     let good = ts(&[("__name__", "ok_metric"), ("job", "x")], &[(t, 1.0)]);
     let cases: Vec<(&str, Vec<u8>, Vec<(&str, &str)>, u16, &str)> = vec![
-        ("not snappy", b"\xff\xff\xff\xff\xff\xff".to_vec(), vec![], 400, "snappy"),
+        (
+            "not snappy",
+            b"\xff\xff\xff\xff\xff\xff".to_vec(),
+            vec![],
+            400,
+            "snappy",
+        ),
         (
             "not protobuf",
             snap::raw::Encoder::new()
@@ -65,7 +71,13 @@ fn refused_requests_store_nothing() {
         ),
         (
             "empty label name",
-            encode(vec![ts(&[("__name__", "m"), ("", "v")], &[(t, 1.0)]), good.clone()], vec![]),
+            encode(
+                vec![
+                    ts(&[("__name__", "m"), ("", "v")], &[(t, 1.0)]),
+                    good.clone(),
+                ],
+                vec![],
+            ),
             vec![],
             400,
             "empty label name",
@@ -92,7 +104,9 @@ fn refused_requests_store_nothing() {
             encode(
                 vec![ts(
                     &[("__name__", "big")],
-                    &(0..2000).map(|i| (t + i, i as f64 * 1.37)).collect::<Vec<_>>(),
+                    &(0..2000)
+                        .map(|i| (t + i, i as f64 * 1.37))
+                        .collect::<Vec<_>>(),
                 )],
                 vec![],
             ),
@@ -253,7 +267,12 @@ impl Drop for Prometheus {
     }
 }
 
-fn start_prometheus(bin: &PathBuf, dir: &std::path::Path, target: SocketAddr, sightline: SocketAddr) -> Prometheus {
+fn start_prometheus(
+    bin: &PathBuf,
+    dir: &std::path::Path,
+    target: SocketAddr,
+    sightline: SocketAddr,
+) -> Prometheus {
     let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n\
          scrape_configs:\n  - job_name: demo\n    static_configs:\n      - targets: ['{target}']\n\
@@ -265,7 +284,10 @@ fn start_prometheus(bin: &PathBuf, dir: &std::path::Path, target: SocketAddr, si
     let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
     let child = Command::new(bin)
         .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("tsdb").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
         .arg(format!("--web.listen-address={addr}"))
         .arg("--log.level=warn")
         .stdout(Stdio::null())
@@ -288,7 +310,10 @@ fn start_prometheus(bin: &PathBuf, dir: &std::path::Path, target: SocketAddr, si
 
 /// Series of a matrix result, keyed by their labels, with their points.
 fn by_labels(v: &Value) -> Vec<(String, Vec<(i64, String)>)> {
-    points(v).into_iter().map(|(m, p)| (m.to_string(), p)).collect()
+    points(v)
+        .into_iter()
+        .map(|(m, p)| (m.to_string(), p))
+        .collect()
 }
 
 #[test]
@@ -307,12 +332,19 @@ fn real_prometheus_remote_write_matches() {
     // Wait until Sightline holds a few scrapes of the target.
     let deadline = Instant::now() + Duration::from_secs(90);
     let newest = loop {
-        assert!(Instant::now() < deadline, "no samples arrived; prometheus log:\n{}", log());
+        assert!(
+            Instant::now() < deadline,
+            "no samples arrived; prometheus log:\n{}",
+            log()
+        );
         std::thread::sleep(Duration::from_millis(500));
         let (s, v) = get_json(
             server.http,
             "/api/v1/query",
-            &[("query", "demo_requests_total{path=\"/a\"}[5m]"), ("time", &secs(now_ms()))],
+            &[
+                ("query", "demo_requests_total{path=\"/a\"}[5m]"),
+                ("time", &secs(now_ms())),
+            ],
             &[],
         );
         assert_eq!(s, 200, "{v}");
@@ -343,7 +375,10 @@ fn real_prometheus_remote_write_matches() {
     assert!(ours.len() >= 10, "{ours:?}");
     assert_eq!(ours, theirs);
     let samples: usize = ours.iter().map(|(_, p)| p.len()).sum();
-    eprintln!("{} series, {samples} samples identical in Sightline and Prometheus", ours.len());
+    eprintln!(
+        "{} series, {samples} samples identical in Sightline and Prometheus",
+        ours.len()
+    );
 
     // Range queries over a window both hold completely.
     let start = secs(newest - 10_000);
@@ -356,7 +391,12 @@ fn real_prometheus_remote_write_matches() {
             let (s, v) = post_json(
                 addr,
                 "/api/v1/query_range",
-                &[("query", query), ("start", &start), ("end", &at), ("step", "1")],
+                &[
+                    ("query", query),
+                    ("start", &start),
+                    ("end", &at),
+                    ("step", "1"),
+                ],
                 &[],
             );
             assert_eq!(s, 200, "{v}");
@@ -371,7 +411,12 @@ fn real_prometheus_remote_write_matches() {
         let (_, v) = post_json(
             addr,
             "/api/v1/query_range",
-            &[("query", "rate(demo_requests_total[5s])"), ("start", &start), ("end", &at), ("step", "1")],
+            &[
+                ("query", "rate(demo_requests_total[5s])"),
+                ("start", &start),
+                ("end", &at),
+                ("step", "1"),
+            ],
             &[],
         );
         by_labels(&v)
@@ -383,12 +428,19 @@ fn real_prometheus_remote_write_matches() {
         assert_eq!(p1.len(), p2.len(), "{l1}");
         for ((t1, v1), (t2, v2)) in p1.iter().zip(p2) {
             let (a, b): (f64, f64) = (v1.parse().unwrap(), v2.parse().unwrap());
-            assert!(t1 == t2 && (a - b).abs() <= 1e-9 * b.abs().max(1.0), "{l1} {t1}: {a} vs {b}");
+            assert!(
+                t1 == t2 && (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                "{l1} {t1}: {a} vs {b}"
+            );
         }
     }
 
     // Metadata forwarded by Prometheus matches its own.
-    for metric in ["demo_requests_total", "demo_latency_seconds", "demo_temperature_celsius"] {
+    for metric in [
+        "demo_requests_total",
+        "demo_latency_seconds",
+        "demo_temperature_celsius",
+    ] {
         let deadline = Instant::now() + Duration::from_secs(30);
         let theirs = get_json(prom.addr, "/api/v1/metadata", &[("metric", metric)], &[]).1;
         loop {

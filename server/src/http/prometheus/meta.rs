@@ -532,10 +532,7 @@ mod tests {
             f(def("x_bucket", Histogram, &[("le", "1")])),
             ("x".into(), "histogram".into())
         );
-        assert_eq!(
-            f(def("temp", Gauge, &[])),
-            ("temp".into(), "gauge".into())
-        );
+        assert_eq!(f(def("temp", Gauge, &[])), ("temp".into(), "gauge".into()));
         let mut d = def("dur_seconds_sum", Summary, &[]);
         d.unit = "s".into();
         assert_eq!(family_of(&d, &names).1.unit, "seconds");

@@ -178,14 +178,16 @@ pub fn parse_selector(raw: &str) -> Result<Vec<Matcher>, ApiError> {
         return Err(bad(format!("{raw:?} is not a series selector")));
     };
     if vs.offset.is_some() || vs.at.is_some() {
-        return Err(bad("offset and @ are not allowed in a series selector".into()));
+        return Err(bad(
+            "offset and @ are not allowed in a series selector".into()
+        ));
     }
     let matchers =
         sightline_query::promql::source::convert_matchers(vs.name.as_deref(), &vs.matchers)
             .map_err(|e| bad(e.to_string()))?;
     if matchers.iter().all(Matcher::matches_missing) {
         return Err(bad(
-            "match[] must contain at least one non-empty matcher".to_owned(),
+            "match[] must contain at least one non-empty matcher".to_owned()
         ));
     }
     Ok(matchers)
@@ -201,8 +203,14 @@ mod tests {
         assert_eq!(parse_time("1435781451.781"), Ok(1_435_781_451_781));
         assert_eq!(parse_time("1.0005"), Ok(1001));
         assert_eq!(parse_time("-1.5"), Ok(-1500));
-        assert_eq!(parse_time("2015-07-01T20:10:51.781Z"), Ok(1_435_781_451_781));
-        assert_eq!(parse_time("2015-07-01T22:10:51+02:00"), Ok(1_435_781_451_000));
+        assert_eq!(
+            parse_time("2015-07-01T20:10:51.781Z"),
+            Ok(1_435_781_451_781)
+        );
+        assert_eq!(
+            parse_time("2015-07-01T22:10:51+02:00"),
+            Ok(1_435_781_451_000)
+        );
         assert!(parse_time("").is_err());
         assert!(parse_time("yesterday").is_err());
         assert!(parse_time("NaN").is_err());

@@ -300,13 +300,11 @@ pub fn map_request(
             }
             out.batch.series.push(def);
         }
-        out.batch
-            .samples
-            .extend(ts.samples.iter().map(|s| Sample {
-                series: id,
-                timestamp_ms: s.timestamp,
-                value: s.value,
-            }));
+        out.batch.samples.extend(ts.samples.iter().map(|s| Sample {
+            series: id,
+            timestamp_ms: s.timestamp,
+            value: s.value,
+        }));
     }
     Ok(out)
 }
@@ -373,8 +371,11 @@ async fn receive(
     }
     let _permit = st.admit()?;
     let bytes = read_body(body, limits.max_body_bytes).await?;
-    st.telemetry()
-        .received_bytes(SignalKind::Metrics, Transport::RemoteWrite, bytes.len() as u64);
+    st.telemetry().received_bytes(
+        SignalKind::Metrics,
+        Transport::RemoteWrite,
+        bytes.len() as u64,
+    );
     let store = Arc::clone(st.store());
     let telemetry = Arc::clone(st.telemetry());
     let ps = Arc::clone(ps);
@@ -511,7 +512,10 @@ mod tests {
                 "{labels:?}: {r:?}"
             );
         }
-        let far = map(vec![series(&[("__name__", "up")], &[(10_000 + 3_601_000, 1.0)])]);
+        let far = map(vec![series(
+            &[("__name__", "up")],
+            &[(10_000 + 3_601_000, 1.0)],
+        )]);
         assert!(matches!(far, Err(IngestError::Malformed(_))));
     }
 
