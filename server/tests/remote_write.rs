@@ -20,6 +20,9 @@ use common::*;
 use prom_common::*;
 use serde_json::{Value, json};
 
+/// Name, body, extra headers, expected status, text the answer must contain.
+type Case<'a> = (&'a str, Vec<u8>, Vec<(&'a str, &'a str)>, u16, &'a str);
+
 #[test]
 fn refused_requests_store_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,7 +35,7 @@ fn refused_requests_store_nothing() {
     let addr = server.http;
     let t = now_ms() - 60_000;
     let good = ts(&[("__name__", "ok_metric"), ("job", "x")], &[(t, 1.0)]);
-    let cases: Vec<(&str, Vec<u8>, Vec<(&str, &str)>, u16, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "not snappy",
             b"\xff\xff\xff\xff\xff\xff".to_vec(),

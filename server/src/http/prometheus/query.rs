@@ -300,6 +300,27 @@ pub fn render(r: QueryResult) -> String {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn deadline_answers_timeout_and_keeps_the_slot() {
+        let ps = PromState::default();
+        let r = run_blocking(&ps, Duration::from_millis(20), || {
+            std::thread::sleep(Duration::from_millis(300));
+            Ok(())
+        })
+        .await;
+        assert_eq!(
+            r.map_err(|e| (e.status.as_u16(), e.kind)),
+            Err((503, "timeout"))
+        );
+        // The evaluation still runs, so it still holds its slot.
+        assert_eq!(
+            ps.query_slots.available_permits(),
+            super::super::MAX_CONCURRENT_QUERIES - 1
+        );
+        let ok = run_blocking(&ps, Duration::from_secs(5), || Ok(7)).await;
+        assert_eq!(ok, Ok(7));
+    }
+
     #[test]
     fn timestamps_like_prometheus() {
         assert_eq!(format_ts(4000), "4");
