@@ -161,10 +161,18 @@ fn refused_requests_store_nothing() {
     assert_eq!(names, ["ok_metric"]);
 }
 
-/// The Prometheus binary, or a loud skip (a failure when `SIGHTLINE_REQUIRE_PROMETHEUS=1`).
+/// The Prometheus binary (`SIGHTLINE_PROMETHEUS`, else `prometheus` on `PATH`), or a loud skip (a failure when `SIGHTLINE_REQUIRE_PROMETHEUS=1`).
 fn prometheus() -> Option<PathBuf> {
+    let on_path = || {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("prometheus"))
+                .find(|p| p.is_file())
+        })
+    };
     let p = std::env::var_os("SIGHTLINE_PROMETHEUS")
         .map(PathBuf::from)
+        .or_else(on_path)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/prometheus"));
     if p.exists() {
         return Some(p);
