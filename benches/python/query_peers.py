@@ -130,9 +130,9 @@ def questions(p, dialect):
     err = "avg(status_code = 2)" if ch else "avg(CASE WHEN status_code = 2 THEN 1.0 ELSE 0.0 END)"
     ids = p["trace_ids"]
     return [
-        ("q1", lambda i: f"SELECT span_id, start_time, duration FROM {db}spans "
+        ("q1", lambda i: f"SELECT * FROM {db}spans "
                          f"WHERE trace_id = {unhex}('{ids[i % len(ids)]}')",
-         lambda rows: sum(r[2] for r in rows)),
+         lambda rows: sum(r[5] for r in rows)),
         ("q2", lambda i: f"SELECT model, {bucket(60_000_000_000)} AS b, {q(0.5)}, {q(0.99)} "
                          f"FROM {db}spans WHERE start_time >= {p['q2'][0]} AND start_time < {p['q2'][1]} "
                          f"AND model != '' GROUP BY model, b ORDER BY model, b",

@@ -128,6 +128,11 @@ pub struct ServeArgs {
     #[arg(long, env = "SIGHTLINE_MAX_INFLIGHT_REQUESTS", value_name = "N")]
     pub max_inflight_requests: Option<usize>,
 
+    /// Longest evaluation of one PromQL query, in seconds; the `timeout` request parameter can
+    /// only lower it [default: 120].
+    #[arg(long, env = "SIGHTLINE_QUERY_TIMEOUT_SECS", value_name = "SECS")]
+    pub query_timeout_secs: Option<u64>,
+
     /// Most metric series per tenant [default: 1000000].
     #[arg(long, env = "SIGHTLINE_MAX_SERIES_PER_TENANT", value_name = "N")]
     pub max_series_per_tenant: Option<usize>,

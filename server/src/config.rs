@@ -229,6 +229,7 @@ impl Config {
         );
         set(&mut l.max_future_skew_secs, &a.max_future_skew_secs);
         set(&mut l.max_inflight_requests, &a.max_inflight_requests);
+        set(&mut l.query_timeout_secs, &a.query_timeout_secs);
         let s = &mut self.storage;
         set(&mut s.max_series_per_tenant, &a.max_series_per_tenant);
         set(&mut s.memory_budget_bytes, &a.memory_budget_bytes);

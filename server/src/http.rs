@@ -4,12 +4,14 @@
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
 //! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
 //! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
-//! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`.
+//! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`;
+//! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...).
 
 pub mod aggregate;
 pub mod detect;
 pub mod ops;
 pub mod otlp;
+pub mod prometheus;
 
 use std::sync::Arc;
 
@@ -53,6 +55,7 @@ pub fn router(state: AppState) -> Router {
         .merge(detect::routes())
         .merge(aggregate::routes())
         .merge(ops::routes())
+        .merge(prometheus::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)
 }

@@ -12,6 +12,7 @@
 //! | `max_future_skew_secs` (timestamps ahead of the server clock) | 3,600 | item rejected |
 //! | `max_inflight_requests` (export requests being processed) | 1,024 | 429 / `RESOURCE_EXHAUSTED` + retry |
 //! | `max_series_per_tenant` (storage) | 1,000,000 | 400 |
+//! | `query_timeout_secs` (longest query evaluation; the `timeout` parameter can only lower it) | 120 | 503 `timeout` |
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,8 @@ pub struct Limits {
     pub max_future_skew_secs: u64,
     /// Most export requests processed at once (both transports together).
     pub max_inflight_requests: usize,
+    /// Longest evaluation of one query, in seconds (Prometheus' `--query.timeout`).
+    pub query_timeout_secs: u64,
 }
 
 impl Default for Limits {
@@ -48,6 +51,7 @@ impl Default for Limits {
             max_attribute_depth: 16,
             max_future_skew_secs: 3600,
             max_inflight_requests: 1024,
+            query_timeout_secs: 120,
         }
     }
 }
@@ -70,6 +74,11 @@ impl Limits {
                     "limits.{name} must be positive"
                 )));
             }
+        }
+        if self.query_timeout_secs == 0 {
+            return Err(crate::ConfigError::Invalid(
+                "limits.query_timeout_secs must be positive".into(),
+            ));
         }
         if self.max_decompressed_bytes < self.max_body_bytes {
             return Err(crate::ConfigError::Invalid(

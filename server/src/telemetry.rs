@@ -21,6 +21,8 @@ pub enum Transport {
     Http,
     /// OTLP/gRPC.
     Grpc,
+    /// Prometheus remote write 1.0.
+    RemoteWrite,
 }
 
 impl Transport {
@@ -29,6 +31,7 @@ impl Transport {
         match self {
             Self::Http => "http",
             Self::Grpc => "grpc",
+            Self::RemoteWrite => "prometheus_remote_write",
         }
     }
 }
