@@ -310,6 +310,15 @@ fn cli_aggregate_over_url_and_data_dir() {
     let (ok, offline, err) = cli(&[&["--data-dir", d][..], &q[..]].concat());
     assert!(ok, "{err}");
     assert_eq!(offline, expect);
+    // PromQL goes through the Prometheus API the same way.
+    let (ok, out, err) = cli(&["--data-dir", d, "promql", "1+1", "--time", "4"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        "time                      value\n1970-01-01T00:00:04.000Z  2\n"
+    );
+    let (ok, _, err) = cli(&["--data-dir", d, "promql", "sum(", "--time", "4"]);
+    assert!(!ok && err.contains("HTTP 400"), "{err}");
     // Bad input: a clear error and a failing exit status.
     let (ok, _, err) = cli(&["--data-dir", d, "aggregate", "--agg", "median"]);
     assert!(!ok && err.contains("cannot parse aggregate"), "{err}");
