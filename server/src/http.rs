@@ -5,10 +5,12 @@
 //! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
 //! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
 //! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`;
+//! * [`openapi`]: `GET /api/v1/openapi.json`, the document of all of the above;
 //! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...).
 
 pub mod aggregate;
 pub mod detect;
+pub mod openapi;
 pub mod ops;
 pub mod otlp;
 pub mod prometheus;
@@ -55,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .merge(detect::routes())
         .merge(aggregate::routes())
         .merge(ops::routes())
+        .merge(openapi::routes())
         .merge(prometheus::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)
