@@ -9,6 +9,7 @@
 //! formats), or compute LLM-quality statistics (`sightline-detect`).
 
 pub mod error;
+pub mod logs;
 pub mod promql;
 
 pub use error::{QueryError, Result};

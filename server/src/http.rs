@@ -3,11 +3,15 @@
 //!
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
 //! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
-//! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`.
+//! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
+//! * [`logs`]: `/api/v1/logs/{search,histogram}`; [`loki`]: the Loki API subset.
 
 pub mod detect;
+pub mod logs;
+pub mod loki;
 pub mod ops;
 pub mod otlp;
+pub(crate) mod params;
 
 use std::sync::Arc;
 
@@ -36,6 +40,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(otlp::routes())
         .merge(detect::routes())
+        .merge(logs::routes())
+        .merge(loki::routes())
         .merge(ops::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)
