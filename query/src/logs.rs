@@ -13,7 +13,7 @@ pub mod labels;
 pub mod logql;
 pub mod search;
 
-pub use labels::{LineLabels, Labels, level_of, line_labels, sanitize_label_name};
+pub use labels::{Labels, LineLabels, level_of, line_labels, sanitize_label_name};
 pub use search::{
     Direction, Histogram, HistogramGroup, HistogramRequest, HistogramSeries, LogFilter,
     SearchRequest, SearchResult, histogram, search,

@@ -16,10 +16,19 @@ use sightline_storage::{
     TraceId, UnixNanos,
 };
 
-const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "error", "timeout", "model", "tool"];
+const WORDS: &[&str] = &[
+    "alpha", "beta", "gamma", "delta", "error", "timeout", "model", "tool",
+];
 const SERVICES: &[&str] = &["api", "worker", "rag"];
 const USERS: &[&str] = &["u1", "u2", "u3"];
-const SEVERITIES: &[(i32, &str)] = &[(0, ""), (5, "DEBUG"), (9, "INFO"), (13, "WARN"), (17, "ERROR"), (21, "")];
+const SEVERITIES: &[(i32, &str)] = &[
+    (0, ""),
+    (5, "DEBUG"),
+    (9, "INFO"),
+    (13, "WARN"),
+    (17, "ERROR"),
+    (21, ""),
+];
 /// 2026-11-29T00:00:00Z.
 const BASE: i64 = 1_795_910_400_000_000_000;
 const HOUR: i64 = 3_600_000_000_000;
@@ -55,16 +64,18 @@ fn line() -> impl Strategy<Value = Line> {
         prop::option::of(0u8..3),
         prop::option::of(0u8..3),
     )
-        .prop_map(|(offset, words, sev, service, user, region, trace, span)| Line {
-            offset,
-            words,
-            sev,
-            service,
-            user,
-            region,
-            trace,
-            span,
-        })
+        .prop_map(
+            |(offset, words, sev, service, user, region, trace, span)| Line {
+                offset,
+                words,
+                sev,
+                service,
+                user,
+                region,
+                trace,
+                span,
+            },
+        )
 }
 
 fn record(l: &Line, i: usize) -> LogRecord {
@@ -76,14 +87,23 @@ fn record(l: &Line, i: usize) -> LogRecord {
     }
     let mut resource_attributes = Vec::new();
     if let Some(r) = l.region {
-        resource_attributes.push(("region".to_owned(), AttrValue::Str(if r { "eu" } else { "us" }.into())));
+        resource_attributes.push((
+            "region".to_owned(),
+            AttrValue::Str(if r { "eu" } else { "us" }.into()),
+        ));
     }
     LogRecord {
         time: UnixNanos(t),
         observed_time: UnixNanos(t),
         severity_number: SEVERITIES[l.sev].0,
         severity_text: SEVERITIES[l.sev].1.into(),
-        body: AttrValue::Str(l.words.iter().map(|w| WORDS[*w]).collect::<Vec<_>>().join(" ")),
+        body: AttrValue::Str(
+            l.words
+                .iter()
+                .map(|w| WORDS[*w])
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
         trace_id: l.trace.map(trace),
         span_id: l.span.map(span),
         flags: 0,
@@ -137,7 +157,11 @@ struct Query {
 
 fn query() -> impl Strategy<Value = Query> {
     (
-        prop::option::of((0..WORDS.len(), prop::option::of(0..WORDS.len()), any::<bool>())),
+        prop::option::of((
+            0..WORDS.len(),
+            prop::option::of(0..WORDS.len()),
+            any::<bool>(),
+        )),
         prop::collection::vec((0usize..3, 0usize..4, 0usize..3), 0..3),
         prop::option::of(prop::sample::select(vec![5, 9, 13, 17])),
         prop::bool::weighted(0.2),
@@ -147,17 +171,19 @@ fn query() -> impl Strategy<Value = Query> {
         1usize..40,
         prop::bool::weighted(0.3),
     )
-        .prop_map(|(text, matchers, min_sev, sev_text, trace, span, range, limit, forward)| Query {
-            text,
-            matchers,
-            min_sev,
-            sev_text,
-            trace,
-            span,
-            range: (range.0.min(range.1), range.0.max(range.1) + 1),
-            limit,
-            forward,
-        })
+        .prop_map(
+            |(text, matchers, min_sev, sev_text, trace, span, range, limit, forward)| Query {
+                text,
+                matchers,
+                min_sev,
+                sev_text,
+                trace,
+                span,
+                range: (range.0.min(range.1), range.0.max(range.1) + 1),
+                limit,
+                forward,
+            },
+        )
 }
 
 fn build_filter(q: &Query) -> (LogFilter, Vec<Matcher>) {
@@ -180,7 +206,11 @@ fn build_filter(q: &Query) -> (LogFilter, Vec<Matcher>) {
         let m = match op {
             0 => Matcher::new(k, MatchOp::Eq, vals[val]),
             1 => Matcher::new(k, MatchOp::NotEq, vals[val]),
-            2 => Matcher::new(k, MatchOp::Regex, format!("{}|{}", vals[val], vals[(val + 1) % vals.len()])),
+            2 => Matcher::new(
+                k,
+                MatchOp::Regex,
+                format!("{}|{}", vals[val], vals[(val + 1) % vals.len()]),
+            ),
             _ => Matcher::new(k, MatchOp::NotRegex, vals[val]),
         }
         .unwrap();
@@ -226,7 +256,11 @@ fn brute(recs: &[LogRecord], f: &LogFilter) -> Vec<LogRecord> {
             })
         })
         .filter(|r| f.min_severity.is_none_or(|m| r.severity_number >= m))
-        .filter(|r| f.severity_text.as_ref().is_none_or(|s| &r.severity_text == s))
+        .filter(|r| {
+            f.severity_text
+                .as_ref()
+                .is_none_or(|s| &r.severity_text == s)
+        })
         .filter(|r| f.trace_id.is_none_or(|t| r.trace_id == Some(t)))
         .filter(|r| f.span_id.is_none_or(|s| r.span_id == Some(s)))
         .cloned()
@@ -294,7 +328,16 @@ proptest! {
 
 fn rec(t: i64, body: &str, service: &str, sev: (i32, &str)) -> LogRecord {
     let mut r = record(
-        &Line { offset: 0, words: vec![0], sev: 0, service: 0, user: None, region: None, trace: None, span: None },
+        &Line {
+            offset: 0,
+            words: vec![0],
+            sev: 0,
+            service: 0,
+            user: None,
+            region: None,
+            trace: None,
+            span: None,
+        },
         0,
     );
     r.time = UnixNanos(t);
@@ -312,17 +355,50 @@ fn explain_shows_pruning() {
     let store = open_store(dir.path());
     let t = TenantId::new("prune").unwrap();
     // Hour 0: "alpha" lines of api; hour 1: "beta" lines of worker; each flushed separately.
-    let h0: Vec<LogRecord> = (0..50).map(|i| rec(BASE + i * 1_000_000, "alpha request served", "api", (9, "INFO"))).collect();
-    let h1: Vec<LogRecord> = (0..50).map(|i| rec(BASE + HOUR + i * 1_000_000, "beta job done", "worker", (17, "ERROR"))).collect();
+    let h0: Vec<LogRecord> = (0..50)
+        .map(|i| {
+            rec(
+                BASE + i * 1_000_000,
+                "alpha request served",
+                "api",
+                (9, "INFO"),
+            )
+        })
+        .collect();
+    let h1: Vec<LogRecord> = (0..50)
+        .map(|i| {
+            rec(
+                BASE + HOUR + i * 1_000_000,
+                "beta job done",
+                "worker",
+                (17, "ERROR"),
+            )
+        })
+        .collect();
     store.append_logs(&t, &h0).unwrap();
     store.flush().unwrap();
     store.append_logs(&t, &h1).unwrap();
     store.flush().unwrap();
-    let all = TimeRange { start: UnixNanos(BASE), end: UnixNanos(BASE + 2 * HOUR) };
+    let all = TimeRange {
+        start: UnixNanos(BASE),
+        end: UnixNanos(BASE + 2 * HOUR),
+    };
 
     // Time: only hour 1 is read.
-    let mut f = LogFilter::new(TimeRange { start: UnixNanos(BASE + HOUR), end: UnixNanos(BASE + 2 * HOUR) });
-    let r = search(&store, &t, &SearchRequest { filter: f.clone(), limit: 10, direction: Direction::Backward }).unwrap();
+    let mut f = LogFilter::new(TimeRange {
+        start: UnixNanos(BASE + HOUR),
+        end: UnixNanos(BASE + 2 * HOUR),
+    });
+    let r = search(
+        &store,
+        &t,
+        &SearchRequest {
+            filter: f.clone(),
+            limit: 10,
+            direction: Direction::Backward,
+        },
+    )
+    .unwrap();
     assert_eq!(r.matched, 50);
     assert_eq!(r.explain.segments_total, 2);
     assert_eq!(r.explain.segments_pruned_by_time, 1);
@@ -331,7 +407,16 @@ fn explain_shows_pruning() {
     // Full text: the alpha segment only.
     f.time = all;
     f.full_text = Some("alpha".into());
-    let r = search(&store, &t, &SearchRequest { filter: f.clone(), limit: 100, direction: Direction::Backward }).unwrap();
+    let r = search(
+        &store,
+        &t,
+        &SearchRequest {
+            filter: f.clone(),
+            limit: 100,
+            direction: Direction::Backward,
+        },
+    )
+    .unwrap();
     assert_eq!(r.matched, 50);
     assert!(r.lines.iter().all(|l| l.service_name == "api"));
     assert_eq!(r.explain.segments_pruned_by_index, 1);
@@ -340,7 +425,16 @@ fn explain_shows_pruning() {
     // Attribute filter via postings: service.name=worker reads only the worker segment.
     f.full_text = None;
     f.matchers = vec![Matcher::eq("service.name", "worker")];
-    let r = search(&store, &t, &SearchRequest { filter: f.clone(), limit: 5, direction: Direction::Backward }).unwrap();
+    let r = search(
+        &store,
+        &t,
+        &SearchRequest {
+            filter: f.clone(),
+            limit: 5,
+            direction: Direction::Backward,
+        },
+    )
+    .unwrap();
     assert_eq!(r.matched, 50);
     assert_eq!(r.lines.len(), 5);
     assert_eq!(r.explain.segments_pruned_by_index, 1);
@@ -351,7 +445,16 @@ fn explain_shows_pruning() {
     // Severity text is pushed down too.
     f.matchers.clear();
     f.severity_text = Some("ERROR".into());
-    let r = search(&store, &t, &SearchRequest { filter: f, limit: 5, direction: Direction::Backward }).unwrap();
+    let r = search(
+        &store,
+        &t,
+        &SearchRequest {
+            filter: f,
+            limit: 5,
+            direction: Direction::Backward,
+        },
+    )
+    .unwrap();
     assert_eq!(r.matched, 50);
     assert_eq!(r.explain.segments_pruned_by_index, 1);
 }
@@ -363,24 +466,46 @@ fn logql_over_store() {
     let t = TenantId::new("lq").unwrap();
     let mut recs = Vec::new();
     for i in 0..120i64 {
-        let (svc, sev) = if i % 3 == 0 { ("api", (17, "ERROR")) } else { ("worker", (9, "INFO")) };
-        let body = format!(r#"{{"status": {}, "msg": "req {i}", "nested": {{"k": "v{}"}}}}"#, 200 + (i % 4) * 100, i % 2);
+        let (svc, sev) = if i % 3 == 0 {
+            ("api", (17, "ERROR"))
+        } else {
+            ("worker", (9, "INFO"))
+        };
+        let body = format!(
+            r#"{{"status": {}, "msg": "req {i}", "nested": {{"k": "v{}"}}}}"#,
+            200 + (i % 4) * 100,
+            i % 2
+        );
         recs.push(rec(BASE + i * 1_000_000_000, &body, svc, sev));
     }
     store.append_logs(&t, &recs[..60]).unwrap();
     store.flush().unwrap();
     store.append_logs(&t, &recs[60..]).unwrap();
-    let p = RangeParams { start_ns: BASE, end_ns: BASE + 119 * 1_000_000_000, step_ns: 60_000_000_000, limit: 1000, direction: Direction::Backward };
+    let p = RangeParams {
+        start_ns: BASE,
+        end_ns: BASE + 119 * 1_000_000_000,
+        step_ns: 60_000_000_000,
+        limit: 1000,
+        direction: Direction::Backward,
+    };
 
     // Log query with json + label filter, streams grouped by labels.
-    let e = parse(r#"{service_name="api"} |= "req" | json | status >= 300 | nested_k="v1""#).unwrap();
+    let e =
+        parse(r#"{service_name="api"} |= "req" | json | status >= 300 | nested_k="v1""#).unwrap();
     let out = query_range(&store, &t, &e, p).unwrap();
-    let QueryValue::Streams(streams) = out.value else { panic!() };
-    let want: Vec<i64> = (0..120).filter(|i| i % 3 == 0 && 200 + (i % 4) * 100 >= 300 && i % 2 == 1).collect();
+    let QueryValue::Streams(streams) = out.value else {
+        panic!()
+    };
+    let want: Vec<i64> = (0..120)
+        .filter(|i| i % 3 == 0 && 200 + (i % 4) * 100 >= 300 && i % 2 == 1)
+        .collect();
     let got: usize = streams.iter().map(|s| s.entries.len()).sum();
     assert_eq!(got, want.len());
     for s in &streams {
-        assert_eq!(s.labels.get("service_name").map(String::as_str), Some("api"));
+        assert_eq!(
+            s.labels.get("service_name").map(String::as_str),
+            Some("api")
+        );
         assert_eq!(s.labels.get("level").map(String::as_str), Some("error"));
         assert!(s.labels.contains_key("status"));
         assert!(s.entries.windows(2).all(|w| w[0].0 > w[1].0));
@@ -389,15 +514,27 @@ fn logql_over_store() {
     // Limit keeps the newest lines across streams.
     let e = parse(r#"{service_name=~"api|worker"}"#).unwrap();
     let out = query_range(&store, &t, &e, RangeParams { limit: 7, ..p }).unwrap();
-    let QueryValue::Streams(streams) = out.value else { panic!() };
-    let mut times: Vec<i64> = streams.iter().flat_map(|s| s.entries.iter().map(|e| e.0)).collect();
+    let QueryValue::Streams(streams) = out.value else {
+        panic!()
+    };
+    let mut times: Vec<i64> = streams
+        .iter()
+        .flat_map(|s| s.entries.iter().map(|e| e.0))
+        .collect();
     times.sort_unstable();
-    assert_eq!(times, (113..120).map(|i| BASE + i * 1_000_000_000).collect::<Vec<_>>());
+    assert_eq!(
+        times,
+        (113..120)
+            .map(|i| BASE + i * 1_000_000_000)
+            .collect::<Vec<_>>()
+    );
 
     // Log volume: sum by (level) (count_over_time(...[1m])).
     let e = parse(r#"sum by (level) (count_over_time({service_name=~".+"}[1m]))"#).unwrap();
     let out = query_range(&store, &t, &e, p).unwrap();
-    let QueryValue::Matrix(m) = out.value else { panic!() };
+    let QueryValue::Matrix(m) = out.value else {
+        panic!()
+    };
     assert_eq!(m.len(), 2);
     for s in &m {
         let level = s.labels.get("level").unwrap();
@@ -415,14 +552,21 @@ fn logql_over_store() {
     // Rate and topk.
     let e = parse(r#"topk(1, sum by (service_name) (rate({service_name=~".+"}[1m])))"#).unwrap();
     let out = query_instant(&store, &t, &e, BASE + 119 * 1_000_000_000).unwrap();
-    let QueryValue::Vector(v) = out.value else { panic!() };
+    let QueryValue::Vector(v) = out.value else {
+        panic!()
+    };
     assert_eq!(v.len(), 1);
-    assert_eq!(v[0].labels.get("service_name").map(String::as_str), Some("worker"));
+    assert_eq!(
+        v[0].labels.get("service_name").map(String::as_str),
+        Some("worker")
+    );
     assert_eq!(v[0].points[0].1, 40.0 / 60.0);
 
     // Health check.
     let out = query_instant(&store, &t, &parse("vector(1)+vector(1)").unwrap(), BASE).unwrap();
-    let QueryValue::Vector(v) = out.value else { panic!() };
+    let QueryValue::Vector(v) = out.value else {
+        panic!()
+    };
     assert_eq!(v.len(), 1);
     assert!(v[0].labels.is_empty());
     assert_eq!(v[0].points[0].1, 2.0);

@@ -22,8 +22,8 @@ mod lexer;
 use sightline_storage::{MatchOp, Matcher};
 
 use crate::error::{QueryError, Result};
-use lexer::{Tok, lex};
 pub use lexer::parse_duration;
+use lexer::{Tok, lex};
 
 /// A parsed query.
 #[derive(Clone, Debug)]
@@ -217,7 +217,10 @@ pub fn parse(query: &str) -> Result<Expr> {
     };
     match p.peek() {
         None => Ok(e),
-        Some(t) => Err(QueryError::Parse(format!("unexpected {} at end of query", t.describe()))),
+        Some(t) => Err(QueryError::Parse(format!(
+            "unexpected {} at end of query",
+            t.describe()
+        ))),
     }
 }
 
@@ -401,7 +404,11 @@ impl Parser {
                         "`| logfmt` flags are not supported".into(),
                     ));
                 }
-                Ok(if name == "json" { Stage::Json } else { Stage::Logfmt })
+                Ok(if name == "json" {
+                    Stage::Json
+                } else {
+                    Stage::Logfmt
+                })
             }
             "drop" | "keep" => {
                 let mut names = vec![self.ident()?];
@@ -414,7 +421,11 @@ impl Parser {
                         "`| {name}` with label matchers is not supported (name labels only)"
                     )));
                 }
-                Ok(if name == "drop" { Stage::Drop(names) } else { Stage::Keep(names) })
+                Ok(if name == "drop" {
+                    Stage::Drop(names)
+                } else {
+                    Stage::Keep(names)
+                })
             }
             s if UNSUPPORTED_STAGES.contains(&s) => Err(QueryError::Unsupported(format!(
                 "the `| {s}` stage is not supported"
@@ -449,9 +460,11 @@ impl Parser {
                         op: NumOp::Ne,
                         value: v,
                     }),
-                    (Tok::Duration(_), _, _) | (Tok::Ident(_), _, _) => Err(QueryError::Unsupported(format!(
-                        "label filter on {name:?}: only string and number comparisons are supported"
-                    ))),
+                    (Tok::Duration(_), _, _) | (Tok::Ident(_), _, _) => {
+                        Err(QueryError::Unsupported(format!(
+                            "label filter on {name:?}: only string and number comparisons are supported"
+                        )))
+                    }
                     (v, _, _) => Err(QueryError::Parse(format!(
                         "bad label filter on {name:?}: {} {}",
                         t.describe(),
@@ -619,7 +632,9 @@ impl Parser {
                 "the function `{name}` is not supported"
             )));
         }
-        Err(QueryError::Parse(format!("unknown function or keyword `{name}`")))
+        Err(QueryError::Parse(format!(
+            "unknown function or keyword `{name}`"
+        )))
     }
 
     fn grouping(&mut self) -> Result<Option<Grouping>> {

@@ -251,7 +251,12 @@ pub fn histogram(store: &Store, tenant: &TenantId, req: &HistogramRequest) -> Re
     let n = n as usize;
     let mut scan_req = req.filter.scan_request(tenant);
     if !matches!(req.group, HistogramGroup::Label(_)) {
-        scan_req = scan_req.project(&[col::TIME, col::SEVERITY_NUMBER, col::SEVERITY_TEXT, col::SPAN_ID]);
+        scan_req = scan_req.project(&[
+            col::TIME,
+            col::SEVERITY_NUMBER,
+            col::SEVERITY_TEXT,
+            col::SPAN_ID,
+        ]);
     }
     let scan = store.scan(&scan_req)?;
     let mut groups: BTreeMap<Option<String>, Vec<u64>> = BTreeMap::new();

@@ -33,7 +33,10 @@ const DEFAULT_SPAN_NS: i64 = 3_600 * 1_000_000_000;
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/logs/search", get(search_handler).post(search_handler))
+        .route(
+            "/api/v1/logs/search",
+            get(search_handler).post(search_handler),
+        )
         .route(
             "/api/v1/logs/histogram",
             get(histogram_handler).post(histogram_handler),
@@ -74,9 +77,9 @@ pub(crate) fn query_error_status(e: &QueryError) -> StatusCode {
 /// Parses one attribute filter: `key op value` with `op` one of `=`, `!=`, `=~`, `!~`; the
 /// value may be double-quoted (JSON string escapes).
 pub(crate) fn parse_filter(s: &str) -> Result<Matcher, String> {
-    let key_end = s
-        .find(['=', '!'])
-        .ok_or_else(|| format!("filter {s:?}: expected key=value, key!=value, key=~re or key!~re"))?;
+    let key_end = s.find(['=', '!']).ok_or_else(|| {
+        format!("filter {s:?}: expected key=value, key!=value, key=~re or key!~re")
+    })?;
     let key = s[..key_end].trim();
     let rest = &s[key_end..];
     let (op, value) = if let Some(v) = rest.strip_prefix("=~") {
@@ -95,7 +98,8 @@ pub(crate) fn parse_filter(s: &str) -> Result<Matcher, String> {
     }
     let value = value.trim();
     let value = if value.starts_with('"') {
-        serde_json::from_str::<String>(value).map_err(|e| format!("filter {s:?}: bad quoted value: {e}"))?
+        serde_json::from_str::<String>(value)
+            .map_err(|e| format!("filter {s:?}: bad quoted value: {e}"))?
     } else {
         value.to_owned()
     };
@@ -117,7 +121,11 @@ fn severity_number(s: &str) -> Result<i32, String> {
         "warn" | "warning" => 13,
         "error" => 17,
         "fatal" | "critical" => 21,
-        _ => return Err(format!("unknown severity {s:?}: use 1-24 or trace/debug/info/warn/error/fatal")),
+        _ => {
+            return Err(format!(
+                "unknown severity {s:?}: use 1-24 or trace/debug/info/warn/error/fatal"
+            ));
+        }
     })
 }
 
@@ -127,7 +135,9 @@ fn filter_from(p: &[(String, String)]) -> Result<LogFilter, String> {
         start: UnixNanos(start),
         end: UnixNanos(end.saturating_add(1)),
     });
-    f.full_text = param(p, "query").or_else(|| param(p, "q")).map(str::to_owned);
+    f.full_text = param(p, "query")
+        .or_else(|| param(p, "q"))
+        .map(str::to_owned);
     for raw in params::all(p, "filter") {
         if raw.trim_start().starts_with('{') {
             // A JSON object {"key", "op", "value"} inside a JSON body.
@@ -142,7 +152,8 @@ fn filter_from(p: &[(String, String)]) -> Result<LogFilter, String> {
                 o => return Err(format!("filter {raw}: unknown op {o:?}")),
             };
             let value = field("value").unwrap_or_default();
-            f.matchers.push(Matcher::new(key, op, value).map_err(|e| e.to_string())?);
+            f.matchers
+                .push(Matcher::new(key, op, value).map_err(|e| e.to_string())?);
         } else {
             f.matchers.push(parse_filter(raw)?);
         }
@@ -230,15 +241,30 @@ async fn search_handler(
     run(move || {
         let filter = filter_from(&p).map_err(bad)?;
         let limit = match param(&p, "limit") {
-            Some(l) => l.parse::<usize>().map_err(|_| bad(format!("invalid limit {l:?}")))?,
+            Some(l) => l
+                .parse::<usize>()
+                .map_err(|_| bad(format!("invalid limit {l:?}")))?,
             None => 100,
         };
         let direction = match param(&p, "direction") {
             None | Some("backward") => Direction::Backward,
             Some("forward") => Direction::Forward,
-            Some(d) => return Err(bad(format!("invalid direction {d:?}: use backward or forward"))),
+            Some(d) => {
+                return Err(bad(format!(
+                    "invalid direction {d:?}: use backward or forward"
+                )));
+            }
         };
-        let r = search(&store, &tenant, &SearchRequest { filter, limit, direction }).map_err(query_err)?;
+        let r = search(
+            &store,
+            &tenant,
+            &SearchRequest {
+                filter,
+                limit,
+                direction,
+            },
+        )
+        .map_err(query_err)?;
         let mut v = json!({
             "lines": r.lines.iter().map(line_json).collect::<Vec<_>>(),
             "matched": r.matched,
@@ -297,9 +323,16 @@ mod tests {
     #[test]
     fn filters() {
         let m = parse_filter(r#"service.name="api""#).ok();
-        assert!(m.as_ref().is_some_and(|m| m.key == "service.name" && m.value == "api" && m.op == MatchOp::Eq));
+        assert!(
+            m.as_ref().is_some_and(|m| m.key == "service.name"
+                && m.value == "api"
+                && m.op == MatchOp::Eq)
+        );
         let m = parse_filter("user.id!~a|b").ok();
-        assert!(m.as_ref().is_some_and(|m| m.op == MatchOp::NotRegex && m.value == "a|b"));
+        assert!(
+            m.as_ref()
+                .is_some_and(|m| m.op == MatchOp::NotRegex && m.value == "a|b")
+        );
         assert!(parse_filter("novalue").is_err());
         assert!(parse_filter("=x").is_err());
         assert_eq!(severity_number("warn"), Ok(13));

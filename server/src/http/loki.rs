@@ -40,7 +40,10 @@ const DEFAULT_LIMIT: usize = 100;
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/loki/api/v1/query_range", get(query_range).post(query_range))
+        .route(
+            "/loki/api/v1/query_range",
+            get(query_range).post(query_range),
+        )
         .route("/loki/api/v1/query", get(query).post(query))
         .merge(meta::routes())
 }
@@ -103,7 +106,11 @@ pub(crate) fn fmt_value(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
     } else if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {
@@ -212,10 +219,17 @@ fn limit_and_direction(p: &[(String, String)]) -> Result<(usize, Direction), Lok
             .ok_or_else(|| bad(format!("invalid limit {l:?}: must be a positive integer")))?,
         None => DEFAULT_LIMIT,
     };
-    let direction = match param(p, "direction").map(str::to_ascii_lowercase).as_deref() {
+    let direction = match param(p, "direction")
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         None | Some("backward") => Direction::Backward,
         Some("forward") => Direction::Forward,
-        Some(d) => return Err(bad(format!("invalid direction {d:?}: use backward or forward"))),
+        Some(d) => {
+            return Err(bad(format!(
+                "invalid direction {d:?}: use backward or forward"
+            )));
+        }
     };
     Ok((limit, direction))
 }
@@ -247,7 +261,13 @@ async fn query_range(
             &store,
             &tenant,
             &expr,
-            RangeParams { start_ns, end_ns, step_ns, limit, direction },
+            RangeParams {
+                start_ns,
+                end_ns,
+                step_ns,
+                limit,
+                direction,
+            },
         )
         .map_err(query_err)?;
         Ok(result_json(&out, started))

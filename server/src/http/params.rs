@@ -162,7 +162,10 @@ pub(crate) fn parse_step(s: &str) -> Result<i64, String> {
 
 /// The `[start, end]` of a request: `start`/`end` (or `since` as a duration before `end`),
 /// defaulting to the last `default_span_ns`.
-pub(crate) fn time_range(p: &[(String, String)], default_span_ns: i64) -> Result<(i64, i64), String> {
+pub(crate) fn time_range(
+    p: &[(String, String)],
+    default_span_ns: i64,
+) -> Result<(i64, i64), String> {
     let end = match get(p, "end") {
         Some(e) => parse_time(e)?,
         None => now_ns(),
@@ -185,10 +188,19 @@ mod tests {
     #[test]
     fn timestamps() {
         assert_eq!(parse_time("1700000000"), Ok(1_700_000_000_000_000_000));
-        assert_eq!(parse_time("1700000000000000001"), Ok(1_700_000_000_000_000_001));
+        assert_eq!(
+            parse_time("1700000000000000001"),
+            Ok(1_700_000_000_000_000_001)
+        );
         assert_eq!(parse_time("1700000000.5"), Ok(1_700_000_000_500_000_000));
-        assert_eq!(parse_time("2023-11-14T22:13:20Z"), Ok(1_700_000_000_000_000_000));
-        assert_eq!(parse_time("2023-11-14T23:13:20.25+01:00"), Ok(1_700_000_000_250_000_000));
+        assert_eq!(
+            parse_time("2023-11-14T22:13:20Z"),
+            Ok(1_700_000_000_000_000_000)
+        );
+        assert_eq!(
+            parse_time("2023-11-14T23:13:20.25+01:00"),
+            Ok(1_700_000_000_250_000_000)
+        );
         assert!(parse_time("yesterday").is_err());
         assert_eq!(parse_step("1m"), Ok(60_000_000_000));
         assert_eq!(parse_step("15"), Ok(15_000_000_000));

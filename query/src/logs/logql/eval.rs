@@ -10,7 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::{Array, TimestampNanosecondArray};
 use sightline_storage::schema::col;
-use sightline_storage::{LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, Store, TenantId, TimeRange, UnixNanos};
+use sightline_storage::{
+    LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, Store, TenantId, TimeRange,
+    UnixNanos,
+};
 
 use super::{AggOp, BinOp, Expr, Grouping, LineOp, LogExpr, MetricExpr, NumOp, RangeFunc, Stage};
 use crate::error::{QueryError, Result};
@@ -88,7 +91,12 @@ pub struct RangeParams {
 }
 
 /// Runs a query over `[start, end]`: log queries give streams, metric queries a matrix.
-pub fn query_range(store: &Store, tenant: &TenantId, expr: &Expr, p: RangeParams) -> Result<QueryOutput> {
+pub fn query_range(
+    store: &Store,
+    tenant: &TenantId,
+    expr: &Expr,
+    p: RangeParams,
+) -> Result<QueryOutput> {
     if p.end_ns < p.start_ns {
         return Err(QueryError::BadRequest("end is before start".into()));
     }
@@ -134,7 +142,12 @@ pub fn query_range(store: &Store, tenant: &TenantId, expr: &Expr, p: RangeParams
 }
 
 /// Evaluates a metric query at one instant. Log queries are refused, as Loki 3 does.
-pub fn query_instant(store: &Store, tenant: &TenantId, expr: &Expr, time_ns: i64) -> Result<QueryOutput> {
+pub fn query_instant(
+    store: &Store,
+    tenant: &TenantId,
+    expr: &Expr,
+    time_ns: i64,
+) -> Result<QueryOutput> {
     let Expr::Metric(m) = expr else {
         return Err(QueryError::BadRequest(
             "log queries are not supported as an instant query type; use query_range".into(),
@@ -231,7 +244,11 @@ fn log_query(
     stats: &mut QueryStats,
 ) -> Result<Vec<Stream>> {
     let limit = p.limit.min(MAX_LIMIT);
-    let scan = store.scan(&scan_request(tenant, &log.selector, closed_range(p.start_ns, p.end_ns)))?;
+    let scan = store.scan(&scan_request(
+        tenant,
+        &log.selector,
+        closed_range(p.start_ns, p.end_ns),
+    ))?;
     stats.explain.add(&scan.stats);
     let mut hits = Vec::new();
     for (bi, b) in scan.batches.iter().enumerate() {
@@ -365,7 +382,9 @@ fn parse_json(line: &str, labels: &mut Labels) {
 fn parse_logfmt(line: &str, labels: &mut Labels) {
     let mut rest = line.trim_start();
     while !rest.is_empty() {
-        let key_end = rest.find(|c: char| c == '=' || c.is_whitespace()).unwrap_or(rest.len());
+        let key_end = rest
+            .find(|c: char| c == '=' || c.is_whitespace())
+            .unwrap_or(rest.len());
         let key = &rest[..key_end];
         rest = &rest[key_end..];
         let value = if let Some(r) = rest.strip_prefix('=') {
@@ -441,9 +460,17 @@ fn prepare(
     stats: &mut QueryStats,
 ) -> Result<Prepared> {
     Ok(match m {
-        MetricExpr::Range { func, log, range_ns } => {
+        MetricExpr::Range {
+            func,
+            log,
+            range_ns,
+        } => {
             let from = start_ns.saturating_sub(*range_ns).saturating_add(1);
-            let scan = store.scan(&scan_request(tenant, &log.selector, closed_range(from, end_ns)))?;
+            let scan = store.scan(&scan_request(
+                tenant,
+                &log.selector,
+                closed_range(from, end_ns),
+            ))?;
             stats.explain.add(&scan.stats);
             let mut by_series: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
             for b in &scan.batches {
@@ -457,7 +484,10 @@ fn prepare(
                     stats.bytes_processed += line.len() as u64;
                     let mut labels = ll.merged();
                     if run_pipeline(&log.stages, &line, &mut labels) {
-                        by_series.entry(labels).or_default().push((rec.time.0, line.len() as u64));
+                        by_series
+                            .entry(labels)
+                            .or_default()
+                            .push((rec.time.0, line.len() as u64));
                         if by_series.len() > MAX_SERIES {
                             return Err(QueryError::Execution(format!(
                                 "more than {MAX_SERIES} series; aggregate with sum by (...)"
@@ -557,7 +587,12 @@ fn eval_step(p: &Prepared, t: i64) -> Result<StepValue> {
             param,
             grouping,
             inner,
-        } => StepValue::Vector(aggregate(*op, *param, grouping.as_ref(), eval_at(inner, t)?)),
+        } => StepValue::Vector(aggregate(
+            *op,
+            *param,
+            grouping.as_ref(),
+            eval_at(inner, t)?,
+        )),
         Prepared::Binary { op, lhs, rhs } => {
             let f = |a: f64, b: f64| match op {
                 BinOp::Add => a + b,
@@ -612,7 +647,10 @@ fn aggregate(
 ) -> Vec<(Labels, f64)> {
     let mut groups: BTreeMap<Labels, Vec<(Labels, f64)>> = BTreeMap::new();
     for (labels, v) in input {
-        groups.entry(group_key(&labels, grouping)).or_default().push((labels, v));
+        groups
+            .entry(group_key(&labels, grouping))
+            .or_default()
+            .push((labels, v));
     }
     let mut out = Vec::new();
     for (key, mut members) in groups {

@@ -110,7 +110,9 @@ pub fn parse_duration(s: &str) -> Result<i64> {
         }
     }
     if total <= 0 {
-        return Err(QueryError::Parse(format!("duration {s:?} must be positive")));
+        return Err(QueryError::Parse(format!(
+            "duration {s:?} must be positive"
+        )));
     }
     Ok(total as i64)
 }
@@ -187,7 +189,9 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Tok>> {
                                     let ch = u32::from_str_radix(&hex, 16)
                                         .ok()
                                         .and_then(char::from_u32)
-                                        .ok_or_else(|| QueryError::Parse("bad \\u escape".into()))?;
+                                        .ok_or_else(|| {
+                                            QueryError::Parse("bad \\u escape".into())
+                                        })?;
                                     s.push(ch);
                                     j += 4;
                                 }
@@ -214,7 +218,9 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Tok>> {
                     .ok_or_else(|| QueryError::Parse("unterminated raw string".into()))?;
                 (Tok::Str(chars[i + 1..end].iter().collect()), end + 1 - i)
             }
-            (c, _) if c.is_ascii_digit() || (c == '.' && next.is_some_and(|n| n.is_ascii_digit())) => {
+            (c, _)
+                if c.is_ascii_digit() || (c == '.' && next.is_some_and(|n| n.is_ascii_digit())) =>
+            {
                 let mut j = i;
                 while at(j).is_some_and(|c| c.is_ascii_alphanumeric() || c == '.') {
                     j += 1;

@@ -28,11 +28,20 @@ const DEFAULT_SPAN_NS: i64 = 6 * 3_600 * 1_000_000_000;
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/loki/api/v1/labels", get(labels).post(labels))
-        .route("/loki/api/v1/label/{name}/values", get(label_values).post(label_values))
+        .route(
+            "/loki/api/v1/label/{name}/values",
+            get(label_values).post(label_values),
+        )
         .route("/loki/api/v1/series", get(series).post(series))
-        .route("/loki/api/v1/index/stats", get(index_stats).post(index_stats))
+        .route(
+            "/loki/api/v1/index/stats",
+            get(index_stats).post(index_stats),
+        )
         .route("/loki/api/v1/index/volume", get(volume).post(volume))
-        .route("/loki/api/v1/index/volume_range", get(volume_range).post(volume_range))
+        .route(
+            "/loki/api/v1/index/volume_range",
+            get(volume_range).post(volume_range),
+        )
         .route("/loki/api/v1/detected_labels", get(detected_labels))
         .route("/loki/api/v1/detected_fields", get(detected_fields))
         .route("/loki/api/v1/patterns", get(patterns))
@@ -52,7 +61,10 @@ fn lines(
         end: UnixNanos(end.saturating_add(1)),
     };
     let mut selectors = Vec::new();
-    for text in params::all(p, "match[]").into_iter().chain(param(p, "query")) {
+    for text in params::all(p, "match[]")
+        .into_iter()
+        .chain(param(p, "query"))
+    {
         selectors.push(parse_selector(text).map_err(query_err)?);
     }
     if selectors.is_empty() {
@@ -66,7 +78,13 @@ fn lines(
         out.extend(l);
     }
     if selectors.len() > 1 {
-        out.sort_by(|a, b| (a.time, &a.labels.stream, &a.labels.metadata).cmp(&(b.time, &b.labels.stream, &b.labels.metadata)));
+        out.sort_by(|a, b| {
+            (a.time, &a.labels.stream, &a.labels.metadata).cmp(&(
+                b.time,
+                &b.labels.stream,
+                &b.labels.metadata,
+            ))
+        });
         out.dedup_by(|a, b| a.time == b.time && a.labels == b.labels && a.bytes == b.bytes);
     }
     Ok((out, stats, selectors, (start, end)))
@@ -112,8 +130,10 @@ async fn label_values(
     let store = st.store().clone();
     run(move || {
         let (lines, ..) = lines(&store, &tenant, &p)?;
-        let values: BTreeSet<&String> =
-            lines.iter().filter_map(|l| l.labels.stream.get(&name)).collect();
+        let values: BTreeSet<&String> = lines
+            .iter()
+            .filter_map(|l| l.labels.stream.get(&name))
+            .collect();
         Ok(json!({"status": "success", "data": values}))
     })
     .await
@@ -144,7 +164,11 @@ handler!(index_stats, |store, tenant, p| {
 /// `service_name`.
 fn volume_key(p: &[(String, String)], selectors: &[Vec<Matcher>], stream: &Labels) -> Labels {
     let names: Vec<String> = match param(p, "targetLabels") {
-        Some(t) => t.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
+        Some(t) => t
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
         None => {
             let mut n: Vec<String> = selectors.iter().flatten().map(|m| m.key.clone()).collect();
             if n.is_empty() {
@@ -174,7 +198,8 @@ handler!(volume, |store, tenant, p| {
     let (lines, _, selectors, (_, end)) = lines(&store, &tenant, &p)?;
     let mut by: BTreeMap<Labels, u64> = BTreeMap::new();
     for l in &lines {
-        *by.entry(volume_key(&p, &selectors, &l.labels.stream)).or_default() += l.bytes as u64;
+        *by.entry(volume_key(&p, &selectors, &l.labels.stream))
+            .or_default() += l.bytes as u64;
     }
     let mut v: Vec<(Labels, u64)> = by.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -203,7 +228,10 @@ handler!(volume_range, |store, tenant, p| {
         if t > end {
             continue;
         }
-        *by.entry(volume_key(&p, &selectors, &l.labels.stream)).or_default().entry(t).or_default() += l.bytes as u64;
+        *by.entry(volume_key(&p, &selectors, &l.labels.stream))
+            .or_default()
+            .entry(t)
+            .or_default() += l.bytes as u64;
     }
     let result: Vec<Value> = by
         .iter()
@@ -221,7 +249,10 @@ handler!(detected_labels, |store, tenant, p| {
             values.entry(k).or_default().insert(v);
         }
     }
-    let out: Vec<Value> = values.iter().map(|(k, v)| json!({"label": k, "cardinality": v.len()})).collect();
+    let out: Vec<Value> = values
+        .iter()
+        .map(|(k, v)| json!({"label": k, "cardinality": v.len()}))
+        .collect();
     Ok(json!({"detectedLabels": out}))
 });
 
