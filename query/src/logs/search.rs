@@ -69,15 +69,15 @@ impl LogFilter {
     /// Whether the conditions storage does not evaluate (minimum severity, span id) hold on
     /// `row` of a scanned batch.
     fn residual(&self, cols: &Residual<'_>, row: usize) -> bool {
-        if let (Some(min), Some(sev)) = (self.min_severity, cols.severity) {
-            if sev.value(row) < min {
-                return false;
-            }
+        if let (Some(min), Some(sev)) = (self.min_severity, cols.severity)
+            && sev.value(row) < min
+        {
+            return false;
         }
-        if let (Some(want), Some(span)) = (self.span_id, cols.span) {
-            if span.is_null(row) || span.value(row) != want.as_bytes() {
-                return false;
-            }
+        if let (Some(want), Some(span)) = (self.span_id, cols.span)
+            && (span.is_null(row) || span.value(row) != want.as_bytes())
+        {
+            return false;
         }
         true
     }

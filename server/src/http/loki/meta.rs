@@ -48,13 +48,18 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/loki/api/v1/status/buildinfo", get(buildinfo))
 }
 
+/// What a metadata request covers.
+struct Selected {
+    lines: Vec<SelectedLine>,
+    stats: ScanStats,
+    selectors: Vec<Vec<Matcher>>,
+    start: i64,
+    end: i64,
+}
+
 /// The lines a metadata request covers: selectors from `query` and every `match[]` (a line
 /// qualifies when any selector matches; no selector = every line).
-fn lines(
-    store: &Store,
-    tenant: &TenantId,
-    p: &[(String, String)],
-) -> Result<(Vec<SelectedLine>, ScanStats, Vec<Vec<Matcher>>, (i64, i64)), LokiError> {
+fn lines(store: &Store, tenant: &TenantId, p: &[(String, String)]) -> Result<Selected, LokiError> {
     let (start, end) = params::time_range(p, DEFAULT_SPAN_NS).map_err(bad)?;
     let time = TimeRange {
         start: UnixNanos(start),
@@ -87,7 +92,13 @@ fn lines(
         });
         out.dedup_by(|a, b| a.time == b.time && a.labels == b.labels && a.bytes == b.bytes);
     }
-    Ok((out, stats, selectors, (start, end)))
+    Ok(Selected {
+        lines: out,
+        stats,
+        selectors,
+        start,
+        end,
+    })
 }
 
 macro_rules! handler {
@@ -110,7 +121,7 @@ macro_rules! handler {
 }
 
 handler!(labels, |store, tenant, p| {
-    let (lines, ..) = lines(&store, &tenant, &p)?;
+    let Selected { lines, .. } = lines(&store, &tenant, &p)?;
     let names: BTreeSet<&String> = lines.iter().flat_map(|l| l.labels.stream.keys()).collect();
     Ok(json!({"status": "success", "data": names}))
 });
@@ -129,7 +140,7 @@ async fn label_values(
     };
     let store = st.store().clone();
     run(move || {
-        let (lines, ..) = lines(&store, &tenant, &p)?;
+        let Selected { lines, .. } = lines(&store, &tenant, &p)?;
         let values: BTreeSet<&String> = lines
             .iter()
             .filter_map(|l| l.labels.stream.get(&name))
@@ -143,13 +154,13 @@ handler!(series, |store, tenant, p| {
     if params::all(&p, "match[]").is_empty() && param(&p, "query").is_none() {
         return Err(bad("at least one match[] argument is required"));
     }
-    let (lines, ..) = lines(&store, &tenant, &p)?;
+    let Selected { lines, .. } = lines(&store, &tenant, &p)?;
     let sets: BTreeSet<&Labels> = lines.iter().map(|l| &l.labels.stream).collect();
     Ok(json!({"status": "success", "data": sets}))
 });
 
 handler!(index_stats, |store, tenant, p| {
-    let (lines, stats, ..) = lines(&store, &tenant, &p)?;
+    let Selected { lines, stats, .. } = lines(&store, &tenant, &p)?;
     let streams: BTreeSet<&Labels> = lines.iter().map(|l| &l.labels.stream).collect();
     // A "chunk" is a segment or unflushed batch that contributed rows.
     Ok(json!({
@@ -195,7 +206,12 @@ fn volume_limit(p: &[(String, String)]) -> Result<usize, LokiError> {
 }
 
 handler!(volume, |store, tenant, p| {
-    let (lines, _, selectors, (_, end)) = lines(&store, &tenant, &p)?;
+    let Selected {
+        lines,
+        selectors,
+        end,
+        ..
+    } = lines(&store, &tenant, &p)?;
     let mut by: BTreeMap<Labels, u64> = BTreeMap::new();
     for l in &lines {
         *by.entry(volume_key(&p, &selectors, &l.labels.stream))
@@ -212,7 +228,13 @@ handler!(volume, |store, tenant, p| {
 });
 
 handler!(volume_range, |store, tenant, p| {
-    let (lines, _, selectors, (start, end)) = lines(&store, &tenant, &p)?;
+    let Selected {
+        lines,
+        selectors,
+        start,
+        end,
+        ..
+    } = lines(&store, &tenant, &p)?;
     let step = match param(&p, "step") {
         Some(s) => params::parse_step(s).map_err(bad)?,
         None => ((end - start) / 250 / 1_000_000_000).max(1) * 1_000_000_000,
@@ -242,7 +264,7 @@ handler!(volume_range, |store, tenant, p| {
 });
 
 handler!(detected_labels, |store, tenant, p| {
-    let (lines, ..) = lines(&store, &tenant, &p)?;
+    let Selected { lines, .. } = lines(&store, &tenant, &p)?;
     let mut values: BTreeMap<&String, BTreeSet<&String>> = BTreeMap::new();
     for l in &lines {
         for (k, v) in &l.labels.stream {
@@ -257,7 +279,7 @@ handler!(detected_labels, |store, tenant, p| {
 });
 
 handler!(detected_fields, |store, tenant, p| {
-    let (lines, ..) = lines(&store, &tenant, &p)?;
+    let Selected { lines, .. } = lines(&store, &tenant, &p)?;
     let mut values: BTreeMap<&String, BTreeSet<&String>> = BTreeMap::new();
     for l in &lines {
         for (k, v) in &l.labels.metadata {
