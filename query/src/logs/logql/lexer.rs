@@ -226,10 +226,14 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Tok>> {
                     j += 1;
                 }
                 let text: String = chars[i..j].iter().collect();
-                let n: f64 = text
-                    .parse()
-                    .map_err(|_| QueryError::Parse(format!("bad number {text:?}")))?;
-                (Tok::Num(n), j - i)
+                // A number, or a bare duration (`offset 1h`, `| latency > 250ms`).
+                let tok = match text.parse::<f64>() {
+                    Ok(n) => Tok::Num(n),
+                    Err(_) => Tok::Duration(parse_duration(&text).map_err(|_| {
+                        QueryError::Parse(format!("bad number or duration {text:?}"))
+                    })?),
+                };
+                (tok, j - i)
             }
             (c, _) if c.is_ascii_alphabetic() || c == '_' => {
                 let mut j = i;

@@ -55,7 +55,8 @@ fn parses_grafana_queries() {
 fn rejects_unsupported_with_names() {
     for (q, word) in [
         (r#"{a="b"} | line_format "{{.x}}""#, "line_format"),
-        (r#"sum_over_time({a="b"} | unwrap x [1m])"#, "unwrap"),
+        (r#"sum_over_time({a="b"} | unwrap x [1m])"#, "sum_over_time"),
+        (r#"{a="b"} | unwrap x"#, "unwrap"),
         (
             r#"quantile_over_time(0.9, {a="b"}[1m])"#,
             "quantile_over_time",
