@@ -152,7 +152,7 @@ pub(crate) fn parse_step(s: &str) -> Result<i64, String> {
     let s = s.trim();
     if let Ok(f) = s.parse::<f64>() {
         let ns = f * 1e9;
-        if ns.is_finite() && ns >= 1.0 && ns < 9.2e18 {
+        if ns.is_finite() && (1.0..9.2e18).contains(&ns) {
             return Ok(ns.round() as i64);
         }
         return Err(format!("invalid step {s:?}: must be positive"));
