@@ -9,6 +9,7 @@
 //! formats), or compute LLM-quality statistics (`sightline-detect`).
 
 pub mod error;
+pub mod logs;
 pub mod plan;
 pub mod promql;
 pub mod time;

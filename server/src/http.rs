@@ -7,12 +7,16 @@
 //! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`;
 //! * [`openapi`]: `GET /api/v1/openapi.json`, the document of all of the above;
 //! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...).
+//! * [`logs`]: `/api/v1/logs/{search,histogram}`; [`loki`]: the Loki API subset.
 
 pub mod aggregate;
 pub mod detect;
+pub mod logs;
+pub mod loki;
 pub mod openapi;
 pub mod ops;
 pub mod otlp;
+pub(crate) mod params;
 pub mod prometheus;
 
 use std::sync::Arc;
@@ -56,6 +60,8 @@ pub fn router(state: AppState) -> Router {
         .merge(otlp::routes())
         .merge(detect::routes())
         .merge(aggregate::routes())
+        .merge(logs::routes())
+        .merge(loki::routes())
         .merge(ops::routes())
         .merge(openapi::routes())
         .merge(prometheus::routes())

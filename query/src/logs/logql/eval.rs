@@ -1,0 +1,685 @@
+//! Evaluation of parsed LogQL over one tenant's stored logs.
+//!
+//! Log queries scan the range (stream-selector matchers on `service_name` are pushed into the
+//! scan as `service.name` matchers; everything else is evaluated here), walk the rows in the
+//! requested direction and stop after `limit` lines pass the pipeline. Metric queries run the
+//! pipeline over every line of `[start - range, end]` once, keep per-series timestamps and
+//! byte prefix sums, and answer each step's window `(t - range, t]` by binary search.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow_array::{Array, TimestampNanosecondArray};
+use sightline_storage::schema::col;
+use sightline_storage::{
+    LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, Store, TenantId, TimeRange,
+    UnixNanos,
+};
+
+use super::{AggOp, BinOp, Expr, Grouping, LineOp, LogExpr, MetricExpr, NumOp, RangeFunc, Stage};
+use crate::error::{QueryError, Result};
+use crate::logs::labels::{Labels, LineLabels, line_labels};
+use crate::logs::search::{Direction, decode_row, sort_hits};
+use crate::logs::{MAX_BUCKETS, MAX_LIMIT};
+
+/// Most series one metric query may produce.
+pub const MAX_SERIES: usize = 20_000;
+
+/// One stream of a log query result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stream {
+    /// Stream labels, structured metadata and parsed labels.
+    pub labels: Labels,
+    /// `(time ns, line)` in the requested direction.
+    pub entries: Vec<(i64, String)>,
+}
+
+/// One series of a metric result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Labels.
+    pub labels: Labels,
+    /// `(time ns, value)` in time order.
+    pub points: Vec<(i64, f64)>,
+}
+
+/// A query's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum QueryValue {
+    /// Log lines grouped per stream.
+    Streams(Vec<Stream>),
+    /// Range query of a metric expression.
+    Matrix(Vec<Series>),
+    /// Instant query of a metric expression (one point per series).
+    Vector(Vec<Series>),
+}
+
+/// What a query processed.
+#[derive(Clone, Debug, Default)]
+pub struct QueryStats {
+    /// Lines read and run through the pipeline.
+    pub lines_processed: u64,
+    /// Body bytes of those lines.
+    pub bytes_processed: u64,
+    /// Lines (or samples) returned.
+    pub entries_returned: u64,
+    /// Storage pruning statistics.
+    pub explain: ScanStats,
+}
+
+/// A query's answer and its statistics.
+#[derive(Clone, Debug)]
+pub struct QueryOutput {
+    /// The answer.
+    pub value: QueryValue,
+    /// Statistics.
+    pub stats: QueryStats,
+}
+
+/// Parameters of a range query.
+#[derive(Clone, Copy, Debug)]
+pub struct RangeParams {
+    /// Start (ns, inclusive).
+    pub start_ns: i64,
+    /// End (ns, inclusive).
+    pub end_ns: i64,
+    /// Step between metric evaluations (ns).
+    pub step_ns: i64,
+    /// Most lines a log query returns.
+    pub limit: usize,
+    /// Order of log lines.
+    pub direction: Direction,
+}
+
+/// Runs a query over `[start, end]`: log queries give streams, metric queries a matrix.
+pub fn query_range(
+    store: &Store,
+    tenant: &TenantId,
+    expr: &Expr,
+    p: RangeParams,
+) -> Result<QueryOutput> {
+    if p.end_ns < p.start_ns {
+        return Err(QueryError::BadRequest("end is before start".into()));
+    }
+    let mut stats = QueryStats::default();
+    let value = match expr {
+        Expr::Log(log) => QueryValue::Streams(log_query(store, tenant, log, p, &mut stats)?),
+        Expr::Metric(m) => {
+            if p.step_ns <= 0 {
+                return Err(QueryError::BadRequest("step must be positive".into()));
+            }
+            let steps = (i128::from(p.end_ns) - i128::from(p.start_ns)) / i128::from(p.step_ns) + 1;
+            if steps > MAX_BUCKETS as i128 {
+                return Err(QueryError::BadRequest(format!(
+                    "{steps} steps exceed the limit of {MAX_BUCKETS}; use a larger step"
+                )));
+            }
+            let prepared = prepare(store, tenant, m, p.start_ns, p.end_ns, &mut stats)?;
+            let mut out: BTreeMap<Labels, Vec<(i64, f64)>> = BTreeMap::new();
+            let mut t = p.start_ns;
+            while t <= p.end_ns {
+                for (labels, v) in eval_at(&prepared, t)? {
+                    out.entry(labels).or_default().push((t, v));
+                }
+                if out.len() > MAX_SERIES {
+                    return Err(QueryError::Execution(format!(
+                        "more than {MAX_SERIES} series; aggregate with sum by (...)"
+                    )));
+                }
+                t = match t.checked_add(p.step_ns) {
+                    Some(t) => t,
+                    None => break,
+                };
+            }
+            stats.entries_returned = out.values().map(|v| v.len() as u64).sum();
+            QueryValue::Matrix(
+                out.into_iter()
+                    .map(|(labels, points)| Series { labels, points })
+                    .collect(),
+            )
+        }
+    };
+    Ok(QueryOutput { value, stats })
+}
+
+/// Evaluates a metric query at one instant. Log queries are refused, as Loki 3 does.
+pub fn query_instant(
+    store: &Store,
+    tenant: &TenantId,
+    expr: &Expr,
+    time_ns: i64,
+) -> Result<QueryOutput> {
+    let Expr::Metric(m) = expr else {
+        return Err(QueryError::BadRequest(
+            "log queries are not supported as an instant query type; use query_range".into(),
+        ));
+    };
+    let mut stats = QueryStats::default();
+    let prepared = prepare(store, tenant, m, time_ns, time_ns, &mut stats)?;
+    let v = eval_at(&prepared, time_ns)?;
+    stats.entries_returned = v.len() as u64;
+    Ok(QueryOutput {
+        value: QueryValue::Vector(
+            v.into_iter()
+                .map(|(labels, v)| Series {
+                    labels,
+                    points: vec![(time_ns, v)],
+                })
+                .collect(),
+        ),
+        stats,
+    })
+}
+
+/// A line selected by a stream selector, with its labels and size.
+#[derive(Clone, Debug)]
+pub struct SelectedLine {
+    /// Event time (ns).
+    pub time: i64,
+    /// Stream labels and metadata.
+    pub labels: LineLabels,
+    /// Body bytes.
+    pub bytes: usize,
+}
+
+/// Every line in `time` whose stream labels satisfy `selector` (used by the label, series and
+/// stats endpoints).
+pub fn select_lines(
+    store: &Store,
+    tenant: &TenantId,
+    selector: &[Matcher],
+    time: TimeRange,
+) -> Result<(Vec<SelectedLine>, ScanStats)> {
+    let scan = store.scan(&scan_request(tenant, selector, time))?;
+    let mut out = Vec::new();
+    for b in &scan.batches {
+        for rec in sightline_storage::columnar::logs_from_batch(b)? {
+            let labels = line_labels(&rec);
+            if selector_matches(selector, &labels.stream) {
+                out.push(SelectedLine {
+                    time: rec.time.0,
+                    bytes: body_text(&rec).len(),
+                    labels,
+                });
+            }
+        }
+    }
+    Ok((out, scan.stats))
+}
+
+fn scan_request(tenant: &TenantId, selector: &[Matcher], time: TimeRange) -> ScanRequest {
+    let mut req = ScanRequest::new(tenant.clone(), Signal::Logs, time);
+    for m in selector {
+        // `service_name` is the promoted `service.name` column: same values, same semantics.
+        if m.key == "service_name"
+            && let Ok(pushed) = Matcher::new("service.name", m.op, m.value.clone())
+        {
+            req = req.with(Predicate::Attr(pushed));
+        }
+    }
+    req
+}
+
+fn selector_matches(selector: &[Matcher], stream: &Labels) -> bool {
+    selector
+        .iter()
+        .all(|m| m.matches(stream.get(&m.key).map_or("", String::as_str)))
+}
+
+fn body_text(rec: &LogRecord) -> String {
+    rec.body.render()
+}
+
+fn closed_range(start_ns: i64, end_ns: i64) -> TimeRange {
+    TimeRange {
+        start: UnixNanos(start_ns),
+        end: UnixNanos(end_ns.saturating_add(1)),
+    }
+}
+
+fn log_query(
+    store: &Store,
+    tenant: &TenantId,
+    log: &LogExpr,
+    p: RangeParams,
+    stats: &mut QueryStats,
+) -> Result<Vec<Stream>> {
+    let limit = p.limit.min(MAX_LIMIT);
+    let scan = store.scan(&scan_request(
+        tenant,
+        &log.selector,
+        closed_range(p.start_ns, p.end_ns),
+    ))?;
+    stats.explain.add(&scan.stats);
+    let mut hits = Vec::new();
+    for (bi, b) in scan.batches.iter().enumerate() {
+        let times = b
+            .column_by_name(col::TIME)
+            .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>())
+            .ok_or_else(|| QueryError::Execution("log batch without time column".into()))?;
+        hits.extend((0..b.num_rows()).map(|r| (times.value(r), bi, r)));
+    }
+    sort_hits(&mut hits, p.direction);
+    let mut streams: BTreeMap<Labels, Vec<(i64, String)>> = BTreeMap::new();
+    let mut taken = 0;
+    for (t, bi, row) in hits {
+        if taken >= limit {
+            break;
+        }
+        let rec = decode_row(&scan.batches[bi], row)?;
+        let ll = line_labels(&rec);
+        if !selector_matches(&log.selector, &ll.stream) {
+            continue;
+        }
+        let line = body_text(&rec);
+        stats.lines_processed += 1;
+        stats.bytes_processed += line.len() as u64;
+        let mut labels = ll.merged();
+        if run_pipeline(&log.stages, &line, &mut labels) {
+            streams.entry(labels).or_default().push((t, line));
+            taken += 1;
+        }
+    }
+    stats.entries_returned = taken as u64;
+    Ok(streams
+        .into_iter()
+        .map(|(labels, entries)| Stream { labels, entries })
+        .collect())
+}
+
+/// Runs the pipeline on one line; `false` when a filter drops it.
+fn run_pipeline(stages: &[Stage], line: &str, labels: &mut Labels) -> bool {
+    for s in stages {
+        match s {
+            Stage::Line { op, text, re } => {
+                let ok = match op {
+                    LineOp::Contains => line.contains(text.as_str()),
+                    LineOp::NotContains => !line.contains(text.as_str()),
+                    LineOp::Matches => re.as_ref().is_some_and(|r| r.is_match(line)),
+                    LineOp::NotMatches => !re.as_ref().is_some_and(|r| r.is_match(line)),
+                };
+                if !ok {
+                    return false;
+                }
+            }
+            Stage::Json => parse_json(line, labels),
+            Stage::Logfmt => parse_logfmt(line, labels),
+            Stage::LabelMatch(m) => {
+                if !m.matches(labels.get(&m.key).map_or("", String::as_str)) {
+                    return false;
+                }
+            }
+            Stage::LabelNum { name, op, value } => {
+                let Some(v) = labels.get(name).and_then(|v| v.trim().parse::<f64>().ok()) else {
+                    return false;
+                };
+                let ok = match op {
+                    NumOp::Gt => v > *value,
+                    NumOp::Ge => v >= *value,
+                    NumOp::Lt => v < *value,
+                    NumOp::Le => v <= *value,
+                    NumOp::Eq => v == *value,
+                    NumOp::Ne => v != *value,
+                };
+                if !ok {
+                    return false;
+                }
+            }
+            Stage::Drop(names) => {
+                for n in names {
+                    labels.remove(n);
+                }
+            }
+            Stage::Keep(names) => labels.retain(|k, _| names.contains(k)),
+        }
+    }
+    true
+}
+
+/// Adds a parsed label; a name already present gets the `_extracted` suffix (as in Loki).
+fn add_parsed(labels: &mut Labels, key: &str, value: String) {
+    let name = crate::logs::labels::sanitize_label_name(key);
+    if name.is_empty() {
+        return;
+    }
+    if labels.contains_key(&name) {
+        labels.insert(format!("{name}_extracted"), value);
+    } else {
+        labels.insert(name, value);
+    }
+}
+
+fn parse_json(line: &str, labels: &mut Labels) {
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(map)) => {
+            fn walk(prefix: &str, v: &serde_json::Value, labels: &mut Labels) {
+                match v {
+                    serde_json::Value::Object(m) => {
+                        for (k, v) in m {
+                            let key = if prefix.is_empty() {
+                                k.clone()
+                            } else {
+                                format!("{prefix}_{k}")
+                            };
+                            walk(&key, v, labels);
+                        }
+                    }
+                    serde_json::Value::Array(_) => {}
+                    serde_json::Value::String(s) => add_parsed(labels, prefix, s.clone()),
+                    serde_json::Value::Null => add_parsed(labels, prefix, String::new()),
+                    other => add_parsed(labels, prefix, other.to_string()),
+                }
+            }
+            for (k, v) in &map {
+                walk(k, v, labels);
+            }
+        }
+        _ => {
+            labels.insert("__error__".into(), "JSONParserErr".into());
+        }
+    }
+}
+
+fn parse_logfmt(line: &str, labels: &mut Labels) {
+    let mut rest = line.trim_start();
+    while !rest.is_empty() {
+        let key_end = rest
+            .find(|c: char| c == '=' || c.is_whitespace())
+            .unwrap_or(rest.len());
+        let key = &rest[..key_end];
+        rest = &rest[key_end..];
+        let value = if let Some(r) = rest.strip_prefix('=') {
+            if let Some(q) = r.strip_prefix('"') {
+                let mut v = String::new();
+                let mut chars = q.char_indices();
+                let mut end = q.len();
+                while let Some((i, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            if let Some((_, e)) = chars.next() {
+                                v.push(match e {
+                                    'n' => '\n',
+                                    't' => '\t',
+                                    other => other,
+                                });
+                            }
+                        }
+                        '"' => {
+                            end = i + 1;
+                            break;
+                        }
+                        c => v.push(c),
+                    }
+                }
+                rest = &q[end.min(q.len())..];
+                v
+            } else {
+                let e = r.find(char::is_whitespace).unwrap_or(r.len());
+                rest = &r[e..];
+                r[..e].to_owned()
+            }
+        } else {
+            String::new()
+        };
+        if !key.is_empty() {
+            add_parsed(labels, key, value);
+        }
+        rest = rest.trim_start();
+    }
+}
+
+/// A metric expression with its range data loaded.
+enum Prepared {
+    Range {
+        func: RangeFunc,
+        range_ns: i64,
+        /// Per series: sorted times and prefix sums of bytes (`bytes[i]` = bytes of the first
+        /// `i` lines).
+        series: Vec<(Labels, Vec<i64>, Vec<u64>)>,
+    },
+    Agg {
+        op: AggOp,
+        param: Option<f64>,
+        grouping: Option<Grouping>,
+        inner: Box<Prepared>,
+    },
+    Vector(f64),
+    Number(f64),
+    Binary {
+        op: BinOp,
+        lhs: Box<Prepared>,
+        rhs: Box<Prepared>,
+    },
+}
+
+fn prepare(
+    store: &Store,
+    tenant: &TenantId,
+    m: &MetricExpr,
+    start_ns: i64,
+    end_ns: i64,
+    stats: &mut QueryStats,
+) -> Result<Prepared> {
+    Ok(match m {
+        MetricExpr::Range {
+            func,
+            log,
+            range_ns,
+        } => {
+            let from = start_ns.saturating_sub(*range_ns).saturating_add(1);
+            let scan = store.scan(&scan_request(
+                tenant,
+                &log.selector,
+                closed_range(from, end_ns),
+            ))?;
+            stats.explain.add(&scan.stats);
+            let mut by_series: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
+            for b in &scan.batches {
+                for rec in sightline_storage::columnar::logs_from_batch(b)? {
+                    let ll = line_labels(&rec);
+                    if !selector_matches(&log.selector, &ll.stream) {
+                        continue;
+                    }
+                    let line = body_text(&rec);
+                    stats.lines_processed += 1;
+                    stats.bytes_processed += line.len() as u64;
+                    let mut labels = ll.merged();
+                    if run_pipeline(&log.stages, &line, &mut labels) {
+                        by_series
+                            .entry(labels)
+                            .or_default()
+                            .push((rec.time.0, line.len() as u64));
+                        if by_series.len() > MAX_SERIES {
+                            return Err(QueryError::Execution(format!(
+                                "more than {MAX_SERIES} series; aggregate with sum by (...)"
+                            )));
+                        }
+                    }
+                }
+            }
+            let series = by_series
+                .into_iter()
+                .map(|(labels, mut pts)| {
+                    pts.sort_unstable();
+                    let times = pts.iter().map(|p| p.0).collect();
+                    let mut prefix = Vec::with_capacity(pts.len() + 1);
+                    let mut acc = 0u64;
+                    prefix.push(0);
+                    for p in &pts {
+                        acc += p.1;
+                        prefix.push(acc);
+                    }
+                    (labels, times, prefix)
+                })
+                .collect();
+            Prepared::Range {
+                func: *func,
+                range_ns: *range_ns,
+                series,
+            }
+        }
+        MetricExpr::Agg {
+            op,
+            param,
+            grouping,
+            inner,
+        } => Prepared::Agg {
+            op: *op,
+            param: *param,
+            grouping: grouping.clone(),
+            inner: Box::new(prepare(store, tenant, inner, start_ns, end_ns, stats)?),
+        },
+        MetricExpr::Vector(v) => Prepared::Vector(*v),
+        MetricExpr::Number(v) => Prepared::Number(*v),
+        MetricExpr::Binary { op, lhs, rhs } => Prepared::Binary {
+            op: *op,
+            lhs: Box::new(prepare(store, tenant, lhs, start_ns, end_ns, stats)?),
+            rhs: Box::new(prepare(store, tenant, rhs, start_ns, end_ns, stats)?),
+        },
+    })
+}
+
+/// Evaluated value at one step: a number or a vector.
+enum StepValue {
+    Scalar(f64),
+    Vector(Vec<(Labels, f64)>),
+}
+
+fn eval_at(p: &Prepared, t: i64) -> Result<Vec<(Labels, f64)>> {
+    Ok(match eval_step(p, t)? {
+        StepValue::Scalar(v) => vec![(Labels::new(), v)],
+        StepValue::Vector(v) => v,
+    })
+}
+
+fn eval_step(p: &Prepared, t: i64) -> Result<StepValue> {
+    Ok(match p {
+        Prepared::Number(v) => StepValue::Scalar(*v),
+        Prepared::Vector(v) => StepValue::Vector(vec![(Labels::new(), *v)]),
+        Prepared::Range {
+            func,
+            range_ns,
+            series,
+        } => {
+            let lo = t.saturating_sub(*range_ns);
+            let secs = *range_ns as f64 / 1e9;
+            let mut out = Vec::new();
+            for (labels, times, prefix) in series {
+                // Window (t - range, t].
+                let a = times.partition_point(|&x| x <= lo);
+                let b = times.partition_point(|&x| x <= t);
+                if b <= a {
+                    continue;
+                }
+                let count = (b - a) as f64;
+                let bytes = (prefix[b] - prefix[a]) as f64;
+                let v = match func {
+                    RangeFunc::CountOverTime => count,
+                    RangeFunc::Rate => count / secs,
+                    RangeFunc::BytesOverTime => bytes,
+                    RangeFunc::BytesRate => bytes / secs,
+                };
+                out.push((labels.clone(), v));
+            }
+            StepValue::Vector(out)
+        }
+        Prepared::Agg {
+            op,
+            param,
+            grouping,
+            inner,
+        } => StepValue::Vector(aggregate(
+            *op,
+            *param,
+            grouping.as_ref(),
+            eval_at(inner, t)?,
+        )),
+        Prepared::Binary { op, lhs, rhs } => {
+            let f = |a: f64, b: f64| match op {
+                BinOp::Add => a + b,
+                BinOp::Sub => a - b,
+                BinOp::Mul => a * b,
+                BinOp::Div => a / b,
+            };
+            match (eval_step(lhs, t)?, eval_step(rhs, t)?) {
+                (StepValue::Scalar(a), StepValue::Scalar(b)) => StepValue::Scalar(f(a, b)),
+                (StepValue::Vector(v), StepValue::Scalar(b)) => {
+                    StepValue::Vector(v.into_iter().map(|(l, a)| (l, f(a, b))).collect())
+                }
+                (StepValue::Scalar(a), StepValue::Vector(v)) => {
+                    StepValue::Vector(v.into_iter().map(|(l, b)| (l, f(a, b))).collect())
+                }
+                (StepValue::Vector(l), StepValue::Vector(r)) => {
+                    let right: BTreeMap<&Labels, f64> = r.iter().map(|(l, v)| (l, *v)).collect();
+                    StepValue::Vector(
+                        l.iter()
+                            .filter_map(|(labels, a)| {
+                                right.get(labels).map(|b| (labels.clone(), f(*a, *b)))
+                            })
+                            .collect(),
+                    )
+                }
+            }
+        }
+    })
+}
+
+fn group_key(labels: &Labels, grouping: Option<&Grouping>) -> Labels {
+    match grouping {
+        None => Labels::new(),
+        Some(Grouping::By(names)) => labels
+            .iter()
+            .filter(|(k, _)| names.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        Some(Grouping::Without(names)) => labels
+            .iter()
+            .filter(|(k, _)| !names.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+fn aggregate(
+    op: AggOp,
+    param: Option<f64>,
+    grouping: Option<&Grouping>,
+    input: Vec<(Labels, f64)>,
+) -> Vec<(Labels, f64)> {
+    let mut groups: BTreeMap<Labels, Vec<(Labels, f64)>> = BTreeMap::new();
+    for (labels, v) in input {
+        groups
+            .entry(group_key(&labels, grouping))
+            .or_default()
+            .push((labels, v));
+    }
+    let mut out = Vec::new();
+    for (key, mut members) in groups {
+        let vals = members.iter().map(|m| m.1);
+        let n = members.len() as f64;
+        let v = match op {
+            AggOp::Sum => vals.sum(),
+            AggOp::Count => n,
+            AggOp::Min => vals.fold(f64::INFINITY, f64::min),
+            AggOp::Max => vals.fold(f64::NEG_INFINITY, f64::max),
+            AggOp::Avg => vals.sum::<f64>() / n,
+            AggOp::Topk | AggOp::Bottomk => {
+                let k = param.unwrap_or(1.0) as usize;
+                members.sort_by(|a, b| {
+                    let o = b.1.total_cmp(&a.1);
+                    let o = if op == AggOp::Bottomk { o.reverse() } else { o };
+                    o.then_with(|| a.0.cmp(&b.0))
+                });
+                members.truncate(k);
+                out.extend(members);
+                continue;
+            }
+        };
+        out.push((key, v));
+    }
+    out
+}
+
+/// Distinct stream label sets of lines (helper for `/series`).
+pub fn distinct_streams(lines: &[SelectedLine]) -> BTreeSet<&Labels> {
+    lines.iter().map(|l| &l.labels.stream).collect()
+}

@@ -1,0 +1,302 @@
+//! Log search and count-over-time histograms over one tenant's logs.
+
+use std::collections::BTreeMap;
+
+use arrow_array::{Array, FixedSizeBinaryArray, Int32Array, RecordBatch, TimestampNanosecondArray};
+use sightline_storage::schema::col;
+use sightline_storage::{
+    LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, SpanId, Store, TenantId,
+    TimeRange, TraceId,
+};
+
+use super::labels::{attribute_value, level_of};
+use super::{MAX_BUCKETS, MAX_LIMIT};
+use crate::error::{QueryError, Result};
+
+/// Which lines a search or histogram considers. All conditions must hold.
+#[derive(Clone, Debug)]
+pub struct LogFilter {
+    /// Time range on the line's event time.
+    pub time: TimeRange,
+    /// Full-text query on the body (tantivy syntax, terms ANDed), if any.
+    pub full_text: Option<String>,
+    /// Matchers on log attributes, resource attributes and promoted columns (`service.name`,
+    /// `severity_text`, `severity_number`, `event_name`, `scope.name`). A missing attribute
+    /// compares as `""`.
+    pub matchers: Vec<Matcher>,
+    /// Lines with `severity_number >= min_severity` only.
+    pub min_severity: Option<i32>,
+    /// Lines whose severity text is exactly this.
+    pub severity_text: Option<String>,
+    /// Lines correlated with this trace.
+    pub trace_id: Option<TraceId>,
+    /// Lines correlated with this span.
+    pub span_id: Option<SpanId>,
+}
+
+impl LogFilter {
+    /// Every line in `time`.
+    pub fn new(time: TimeRange) -> Self {
+        Self {
+            time,
+            full_text: None,
+            matchers: Vec::new(),
+            min_severity: None,
+            severity_text: None,
+            trace_id: None,
+            span_id: None,
+        }
+    }
+
+    /// The storage scan for this filter: everything storage can prune on.
+    pub fn scan_request(&self, tenant: &TenantId) -> ScanRequest {
+        let mut req = ScanRequest::new(tenant.clone(), Signal::Logs, self.time);
+        if let Some(q) = self.full_text.as_deref().filter(|q| !q.trim().is_empty()) {
+            req = req.with(Predicate::FullText(q.to_owned()));
+        }
+        if let Some(t) = self.trace_id {
+            req = req.with(Predicate::TraceId(t));
+        }
+        if let Some(s) = &self.severity_text {
+            req = req.with(Predicate::Attr(Matcher::eq("severity_text", s.clone())));
+        }
+        for m in &self.matchers {
+            req = req.with(Predicate::Attr(m.clone()));
+        }
+        req
+    }
+
+    /// Whether the conditions storage does not evaluate (minimum severity, span id) hold on
+    /// `row` of a scanned batch.
+    fn residual(&self, cols: &Residual<'_>, row: usize) -> bool {
+        if let (Some(min), Some(sev)) = (self.min_severity, cols.severity)
+            && sev.value(row) < min
+        {
+            return false;
+        }
+        if let (Some(want), Some(span)) = (self.span_id, cols.span)
+            && (span.is_null(row) || span.value(row) != want.as_bytes())
+        {
+            return false;
+        }
+        true
+    }
+}
+
+/// Columns the residual conditions read.
+struct Residual<'a> {
+    time: &'a TimestampNanosecondArray,
+    severity: Option<&'a Int32Array>,
+    span: Option<&'a FixedSizeBinaryArray>,
+}
+
+impl<'a> Residual<'a> {
+    fn of(batch: &'a RecordBatch) -> Result<Self> {
+        let time = batch
+            .column_by_name(col::TIME)
+            .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>())
+            .ok_or_else(|| QueryError::Execution("log batch without time column".into()))?;
+        Ok(Self {
+            time,
+            severity: batch
+                .column_by_name(col::SEVERITY_NUMBER)
+                .and_then(|c| c.as_any().downcast_ref()),
+            span: batch
+                .column_by_name(col::SPAN_ID)
+                .and_then(|c| c.as_any().downcast_ref()),
+        })
+    }
+}
+
+/// Order of returned lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Newest first.
+    #[default]
+    Backward,
+    /// Oldest first.
+    Forward,
+}
+
+/// A search.
+#[derive(Clone, Debug)]
+pub struct SearchRequest {
+    /// Which lines.
+    pub filter: LogFilter,
+    /// At most this many lines (capped at [`MAX_LIMIT`]).
+    pub limit: usize,
+    /// Order (and which end of the range `limit` keeps).
+    pub direction: Direction,
+}
+
+/// Lines found.
+#[derive(Clone, Debug)]
+pub struct SearchResult {
+    /// The lines, in the requested order.
+    pub lines: Vec<LogRecord>,
+    /// Lines that matched before `limit` cut.
+    pub matched: usize,
+    /// What the scan pruned and read.
+    pub explain: ScanStats,
+}
+
+/// The rows of a scan that pass the residual filter: (time, batch, row).
+pub(crate) fn matching_rows(
+    batches: &[RecordBatch],
+    filter: &LogFilter,
+) -> Result<Vec<(i64, usize, usize)>> {
+    let mut hits = Vec::new();
+    for (bi, b) in batches.iter().enumerate() {
+        let cols = Residual::of(b)?;
+        for row in 0..b.num_rows() {
+            if filter.residual(&cols, row) {
+                hits.push((cols.time.value(row), bi, row));
+            }
+        }
+    }
+    Ok(hits)
+}
+
+/// Sorts hits by time in `direction`, ties by scan position so results are deterministic.
+pub(crate) fn sort_hits(hits: &mut [(i64, usize, usize)], direction: Direction) {
+    match direction {
+        Direction::Backward => hits.sort_unstable_by(|a, b| b.cmp(a)),
+        Direction::Forward => hits.sort_unstable(),
+    }
+}
+
+/// Decodes one row of a scanned batch.
+pub(crate) fn decode_row(batch: &RecordBatch, row: usize) -> Result<LogRecord> {
+    sightline_storage::columnar::logs_from_batch(&batch.slice(row, 1))?
+        .pop()
+        .ok_or_else(|| QueryError::Execution("empty decode".into()))
+}
+
+/// Runs a search: newest (or oldest) `limit` lines matching the filter.
+pub fn search(store: &Store, tenant: &TenantId, req: &SearchRequest) -> Result<SearchResult> {
+    let scan = store.scan(&req.filter.scan_request(tenant))?;
+    let mut hits = matching_rows(&scan.batches, &req.filter)?;
+    let matched = hits.len();
+    sort_hits(&mut hits, req.direction);
+    hits.truncate(req.limit.min(MAX_LIMIT));
+    let lines = hits
+        .iter()
+        .map(|&(_, bi, row)| decode_row(&scan.batches[bi], row))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(SearchResult {
+        lines,
+        matched,
+        explain: scan.stats,
+    })
+}
+
+/// How histogram counts are split.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum HistogramGroup {
+    /// One series.
+    #[default]
+    None,
+    /// One series per level (see [`level_of`]; `unknown` when unspecified).
+    Severity,
+    /// One series per value of an attribute (OpenTelemetry key; `""` when missing).
+    Label(String),
+}
+
+/// A histogram request.
+#[derive(Clone, Debug)]
+pub struct HistogramRequest {
+    /// Which lines; buckets start at `filter.time.start`.
+    pub filter: LogFilter,
+    /// Bucket width in nanoseconds (> 0).
+    pub step_ns: i64,
+    /// Grouping.
+    pub group: HistogramGroup,
+}
+
+/// Counts of one group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistogramSeries {
+    /// The group's value (`None` without grouping).
+    pub group: Option<String>,
+    /// One count per bucket.
+    pub counts: Vec<u64>,
+}
+
+/// Bucketed counts over the range.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    /// Bucket start times (ns); bucket `i` is `[buckets[i], buckets[i] + step)`.
+    pub buckets: Vec<i64>,
+    /// Series sorted by group.
+    pub series: Vec<HistogramSeries>,
+    /// What the scan pruned and read.
+    pub explain: ScanStats,
+}
+
+/// Counts matching lines per bucket (and group).
+pub fn histogram(store: &Store, tenant: &TenantId, req: &HistogramRequest) -> Result<Histogram> {
+    if req.step_ns <= 0 {
+        return Err(QueryError::BadRequest("step must be positive".into()));
+    }
+    let (start, end) = (req.filter.time.start.0, req.filter.time.end.0);
+    let span = i128::from(end) - i128::from(start);
+    let n = span.div_euclid(i128::from(req.step_ns))
+        + i128::from(span.rem_euclid(i128::from(req.step_ns)) != 0);
+    if n > MAX_BUCKETS as i128 {
+        return Err(QueryError::BadRequest(format!(
+            "{n} buckets exceed the limit of {MAX_BUCKETS}; use a larger step"
+        )));
+    }
+    let n = n as usize;
+    let mut scan_req = req.filter.scan_request(tenant);
+    if !matches!(req.group, HistogramGroup::Label(_)) {
+        scan_req = scan_req.project(&[
+            col::TIME,
+            col::SEVERITY_NUMBER,
+            col::SEVERITY_TEXT,
+            col::SPAN_ID,
+        ]);
+    }
+    let scan = store.scan(&scan_req)?;
+    let mut groups: BTreeMap<Option<String>, Vec<u64>> = BTreeMap::new();
+    for (bi, b) in scan.batches.iter().enumerate() {
+        let cols = Residual::of(b)?;
+        let sev_text = b
+            .column_by_name(col::SEVERITY_TEXT)
+            .and_then(|c| c.as_any().downcast_ref::<arrow_array::StringArray>());
+        for row in 0..b.num_rows() {
+            if !req.filter.residual(&cols, row) {
+                continue;
+            }
+            let t = cols.time.value(row);
+            let idx = ((i128::from(t) - i128::from(start)) / i128::from(req.step_ns)) as usize;
+            if idx >= n {
+                continue;
+            }
+            let key = match &req.group {
+                HistogramGroup::None => None,
+                HistogramGroup::Severity => Some(
+                    level_of(
+                        cols.severity.map_or(0, |s| s.value(row)),
+                        sev_text.map_or("", |s| s.value(row)),
+                    )
+                    .unwrap_or_else(|| "unknown".into()),
+                ),
+                HistogramGroup::Label(key) => {
+                    let rec = decode_row(&scan.batches[bi], row)?;
+                    Some(attribute_value(&rec, key).unwrap_or_default())
+                }
+            };
+            groups.entry(key).or_insert_with(|| vec![0; n])[idx] += 1;
+        }
+    }
+    Ok(Histogram {
+        buckets: (0..n as i64).map(|i| start + i * req.step_ns).collect(),
+        series: groups
+            .into_iter()
+            .map(|(group, counts)| HistogramSeries { group, counts })
+            .collect(),
+        explain: scan.stats,
+    })
+}

@@ -1,0 +1,576 @@
+//! Log search against a real store (part flushed to segments, part in memtables): a property
+//! test comparing search and histograms with a brute-force filter over all lines, pruning
+//! assertions on `explain`, and LogQL evaluation.
+
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use proptest::prelude::*;
+use sightline_query::logs::logql::eval::{QueryValue, RangeParams, query_instant, query_range};
+use sightline_query::logs::logql::parse;
+use sightline_query::logs::{
+    Direction, HistogramGroup, HistogramRequest, LogFilter, SearchRequest, histogram, level_of,
+    search,
+};
+use sightline_storage::{
+    AttrValue, LogRecord, MatchOp, Matcher, SpanId, Store, StoreConfig, TenantId, TimeRange,
+    TraceId, UnixNanos,
+};
+
+const WORDS: &[&str] = &[
+    "alpha", "beta", "gamma", "delta", "error", "timeout", "model", "tool",
+];
+const SERVICES: &[&str] = &["api", "worker", "rag"];
+const USERS: &[&str] = &["u1", "u2", "u3"];
+const SEVERITIES: &[(i32, &str)] = &[
+    (0, ""),
+    (5, "DEBUG"),
+    (9, "INFO"),
+    (13, "WARN"),
+    (17, "ERROR"),
+    (21, ""),
+];
+/// 2026-11-29T00:00:00Z.
+const BASE: i64 = 1_795_910_400_000_000_000;
+const HOUR: i64 = 3_600_000_000_000;
+
+fn trace(i: u8) -> TraceId {
+    TraceId([i + 1; 16])
+}
+
+fn span(i: u8) -> SpanId {
+    SpanId([i + 1; 8])
+}
+
+#[derive(Clone, Debug)]
+struct Line {
+    offset: i64,
+    words: Vec<usize>,
+    sev: usize,
+    service: usize,
+    user: Option<usize>,
+    region: Option<bool>,
+    trace: Option<u8>,
+    span: Option<u8>,
+}
+
+fn line() -> impl Strategy<Value = Line> {
+    (
+        0..2 * HOUR,
+        prop::collection::vec(0..WORDS.len(), 1..5),
+        0..SEVERITIES.len(),
+        0..SERVICES.len(),
+        prop::option::of(0..USERS.len()),
+        prop::option::of(any::<bool>()),
+        prop::option::of(0u8..3),
+        prop::option::of(0u8..3),
+    )
+        .prop_map(
+            |(offset, words, sev, service, user, region, trace, span)| Line {
+                offset,
+                words,
+                sev,
+                service,
+                user,
+                region,
+                trace,
+                span,
+            },
+        )
+}
+
+fn record(l: &Line, i: usize) -> LogRecord {
+    // Distinct times: the offset plus the index in the low digits.
+    let t = BASE + (l.offset / 1000) * 1000 + i as i64;
+    let mut attributes = Vec::new();
+    if let Some(u) = l.user {
+        attributes.push(("user".to_owned(), AttrValue::Str(USERS[u].into())));
+    }
+    let mut resource_attributes = Vec::new();
+    if let Some(r) = l.region {
+        resource_attributes.push((
+            "region".to_owned(),
+            AttrValue::Str(if r { "eu" } else { "us" }.into()),
+        ));
+    }
+    LogRecord {
+        time: UnixNanos(t),
+        observed_time: UnixNanos(t),
+        severity_number: SEVERITIES[l.sev].0,
+        severity_text: SEVERITIES[l.sev].1.into(),
+        body: AttrValue::Str(
+            l.words
+                .iter()
+                .map(|w| WORDS[*w])
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        trace_id: l.trace.map(trace),
+        span_id: l.span.map(span),
+        flags: 0,
+        service_name: SERVICES[l.service].into(),
+        scope_name: String::new(),
+        event_name: String::new(),
+        resource_attributes,
+        attributes,
+    }
+}
+
+fn open_store(dir: &std::path::Path) -> Store {
+    Store::open(
+        dir,
+        StoreConfig {
+            background: false,
+            fsync: sightline_storage::FsyncPolicy::Never,
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Appends `recs` in three parts: two flushed (two segments per partition touched), one left in
+/// the memtable.
+fn load(store: &Store, t: &TenantId, recs: &[LogRecord], split: (usize, usize)) {
+    let (a, b) = (split.0.min(recs.len()), split.1.min(recs.len()));
+    let (a, b) = (a.min(b), a.max(b));
+    for (part, flush) in [(&recs[..a], true), (&recs[a..b], true), (&recs[b..], false)] {
+        if !part.is_empty() {
+            store.append_logs(t, part).unwrap();
+        }
+        if flush {
+            store.flush().unwrap();
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Query {
+    text: Option<(usize, Option<usize>, bool)>,
+    matchers: Vec<(usize, usize, usize)>,
+    min_sev: Option<i32>,
+    sev_text: bool,
+    trace: bool,
+    span: bool,
+    range: (i64, i64),
+    limit: usize,
+    forward: bool,
+}
+
+fn query() -> impl Strategy<Value = Query> {
+    (
+        prop::option::of((
+            0..WORDS.len(),
+            prop::option::of(0..WORDS.len()),
+            any::<bool>(),
+        )),
+        prop::collection::vec((0usize..3, 0usize..4, 0usize..3), 0..3),
+        prop::option::of(prop::sample::select(vec![5, 9, 13, 17])),
+        prop::bool::weighted(0.2),
+        prop::bool::weighted(0.2),
+        prop::bool::weighted(0.2),
+        (0..2 * HOUR, 0..2 * HOUR),
+        1usize..40,
+        prop::bool::weighted(0.3),
+    )
+        .prop_map(
+            |(text, matchers, min_sev, sev_text, trace, span, range, limit, forward)| Query {
+                text,
+                matchers,
+                min_sev,
+                sev_text,
+                trace,
+                span,
+                range: (range.0.min(range.1), range.0.max(range.1) + 1),
+                limit,
+                forward,
+            },
+        )
+}
+
+fn build_filter(q: &Query) -> (LogFilter, Vec<Matcher>) {
+    let mut f = LogFilter::new(TimeRange {
+        start: UnixNanos(BASE + q.range.0),
+        end: UnixNanos(BASE + q.range.1),
+    });
+    f.full_text = q.text.map(|(a, b, neg)| match b {
+        None => WORDS[a].to_owned(),
+        Some(b) if neg => format!("{} -{}", WORDS[a], WORDS[b]),
+        Some(b) => format!("{} AND {}", WORDS[a], WORDS[b]),
+    });
+    let mut ms = Vec::new();
+    for &(key, op, val) in &q.matchers {
+        let (k, vals): (&str, &[&str]) = match key {
+            0 => ("service.name", SERVICES),
+            1 => ("user", USERS),
+            _ => ("region", &["eu", "us", "eu"]),
+        };
+        let m = match op {
+            0 => Matcher::new(k, MatchOp::Eq, vals[val]),
+            1 => Matcher::new(k, MatchOp::NotEq, vals[val]),
+            2 => Matcher::new(
+                k,
+                MatchOp::Regex,
+                format!("{}|{}", vals[val], vals[(val + 1) % vals.len()]),
+            ),
+            _ => Matcher::new(k, MatchOp::NotRegex, vals[val]),
+        }
+        .unwrap();
+        ms.push(m);
+    }
+    f.matchers = ms.clone();
+    f.min_severity = q.min_sev;
+    f.severity_text = q.sev_text.then(|| "ERROR".to_owned());
+    f.trace_id = q.trace.then(|| trace(0));
+    f.span_id = q.span.then(|| span(0));
+    (f, ms)
+}
+
+/// The brute-force answer: every line checked against every condition.
+fn brute(recs: &[LogRecord], f: &LogFilter) -> Vec<LogRecord> {
+    recs.iter()
+        .filter(|r| f.time.contains(r.time))
+        .filter(|r| {
+            let body = r.body.render();
+            let words: Vec<&str> = body.split(' ').collect();
+            match f.full_text.as_deref() {
+                None => true,
+                Some(t) if t.contains(" AND ") => t.split(" AND ").all(|w| words.contains(&w)),
+                Some(t) if t.contains(" -") => {
+                    let (a, b) = t.split_once(" -").unwrap();
+                    words.contains(&a) && !words.contains(&b)
+                }
+                Some(t) => words.contains(&t),
+            }
+        })
+        .filter(|r| {
+            f.matchers.iter().all(|m| {
+                let v = match m.key.as_str() {
+                    "service.name" => Some(r.service_name.clone()),
+                    k => r
+                        .attributes
+                        .iter()
+                        .chain(r.resource_attributes.iter())
+                        .find(|(key, _)| key == k)
+                        .map(|(_, v)| v.render()),
+                };
+                m.matches(v.as_deref().unwrap_or(""))
+            })
+        })
+        .filter(|r| f.min_severity.is_none_or(|m| r.severity_number >= m))
+        .filter(|r| {
+            f.severity_text
+                .as_ref()
+                .is_none_or(|s| &r.severity_text == s)
+        })
+        .filter(|r| f.trace_id.is_none_or(|t| r.trace_id == Some(t)))
+        .filter(|r| f.span_id.is_none_or(|s| r.span_id == Some(s)))
+        .cloned()
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn search_equals_brute_force(
+        lines in prop::collection::vec(line(), 1..80),
+        split in (0usize..80, 0usize..80),
+        queries in prop::collection::vec(query(), 1..8),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(dir.path());
+        let t = TenantId::new("prop").unwrap();
+        let recs: Vec<LogRecord> = lines.iter().enumerate().map(|(i, l)| record(l, i)).collect();
+        load(&store, &t, &recs, split);
+        for q in &queries {
+            let (filter, _) = build_filter(q);
+            let mut want = brute(&recs, &filter);
+            want.sort_by_key(|r| std::cmp::Reverse(r.time));
+            if q.forward {
+                want.reverse();
+            }
+            let matched = want.len();
+            want.truncate(q.limit);
+            let got = search(&store, &t, &SearchRequest {
+                filter: filter.clone(),
+                limit: q.limit,
+                direction: if q.forward { Direction::Forward } else { Direction::Backward },
+            }).unwrap();
+            prop_assert_eq!(got.matched, matched, "{:?}", q);
+            let g: Vec<(i64, String)> = got.lines.iter().map(|r| (r.time.0, r.body.render())).collect();
+            let w: Vec<(i64, String)> = want.iter().map(|r| (r.time.0, r.body.render())).collect();
+            prop_assert_eq!(g, w, "{:?}", q);
+            prop_assert!(got.explain.rows_returned as usize >= matched);
+
+            // Histogram by severity over the same filter: per-level counts agree.
+            let step = (q.range.1 - q.range.0).max(1) / 7 + 1;
+            let h = histogram(&store, &t, &HistogramRequest {
+                filter: filter.clone(),
+                step_ns: step,
+                group: HistogramGroup::Severity,
+            }).unwrap();
+            let all = brute(&recs, &filter);
+            for s in &h.series {
+                let level = s.group.clone().unwrap();
+                for (i, c) in s.counts.iter().enumerate() {
+                    let lo = h.buckets[i];
+                    let want = all.iter().filter(|r| {
+                        r.time.0 >= lo && r.time.0 < lo + step
+                            && level_of(r.severity_number, &r.severity_text).unwrap_or_else(|| "unknown".into()) == level
+                    }).count() as u64;
+                    prop_assert_eq!(*c, want, "{} bucket {}", level, i);
+                }
+            }
+            let total: u64 = h.series.iter().flat_map(|s| s.counts.iter()).sum();
+            prop_assert_eq!(total as usize, all.len());
+        }
+    }
+}
+
+fn rec(t: i64, body: &str, service: &str, sev: (i32, &str)) -> LogRecord {
+    let mut r = record(
+        &Line {
+            offset: 0,
+            words: vec![0],
+            sev: 0,
+            service: 0,
+            user: None,
+            region: None,
+            trace: None,
+            span: None,
+        },
+        0,
+    );
+    r.time = UnixNanos(t);
+    r.observed_time = UnixNanos(t);
+    r.body = AttrValue::Str(body.into());
+    r.service_name = service.into();
+    r.severity_number = sev.0;
+    r.severity_text = sev.1.into();
+    r
+}
+
+#[test]
+fn explain_shows_pruning() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path());
+    let t = TenantId::new("prune").unwrap();
+    // Hour 0: "alpha" lines of api; hour 1: "beta" lines of worker; each flushed separately.
+    let h0: Vec<LogRecord> = (0..50)
+        .map(|i| {
+            rec(
+                BASE + i * 1_000_000,
+                "alpha request served",
+                "api",
+                (9, "INFO"),
+            )
+        })
+        .collect();
+    let h1: Vec<LogRecord> = (0..50)
+        .map(|i| {
+            rec(
+                BASE + HOUR + i * 1_000_000,
+                "beta job done",
+                "worker",
+                (17, "ERROR"),
+            )
+        })
+        .collect();
+    store.append_logs(&t, &h0).unwrap();
+    store.flush().unwrap();
+    store.append_logs(&t, &h1).unwrap();
+    store.flush().unwrap();
+    let all = TimeRange {
+        start: UnixNanos(BASE),
+        end: UnixNanos(BASE + 2 * HOUR),
+    };
+
+    // Time: only hour 1 is read.
+    let mut f = LogFilter::new(TimeRange {
+        start: UnixNanos(BASE + HOUR),
+        end: UnixNanos(BASE + 2 * HOUR),
+    });
+    let r = search(
+        &store,
+        &t,
+        &SearchRequest {
+            filter: f.clone(),
+            limit: 10,
+            direction: Direction::Backward,
+        },
+    )
+    .unwrap();
+    assert_eq!(r.matched, 50);
+    assert_eq!(r.explain.segments_total, 2);
+    assert_eq!(r.explain.segments_pruned_by_time, 1);
+    assert_eq!(r.explain.segments_read, 1);
+
+    // Full text: the alpha segment only.
+    f.time = all;
+    f.full_text = Some("alpha".into());
+    let r = search(
+        &store,
+        &t,
+        &SearchRequest {
+            filter: f.clone(),
+            limit: 100,
+            direction: Direction::Backward,
+        },
+    )
+    .unwrap();
+    assert_eq!(r.matched, 50);
+    assert!(r.lines.iter().all(|l| l.service_name == "api"));
+    assert_eq!(r.explain.segments_pruned_by_index, 1);
+    assert_eq!(r.explain.segments_read, 1);
+
+    // Attribute filter via postings: service.name=worker reads only the worker segment.
+    f.full_text = None;
+    f.matchers = vec![Matcher::eq("service.name", "worker")];
+    let r = search(
+        &store,
+        &t,
+        &SearchRequest {
+            filter: f.clone(),
+            limit: 5,
+            direction: Direction::Backward,
+        },
+    )
+    .unwrap();
+    assert_eq!(r.matched, 50);
+    assert_eq!(r.lines.len(), 5);
+    assert_eq!(r.explain.segments_pruned_by_index, 1);
+    // Newest first.
+    assert!(r.lines.windows(2).all(|w| w[0].time > w[1].time));
+    assert_eq!(r.lines[0].time.0, BASE + HOUR + 49 * 1_000_000);
+
+    // Severity text is pushed down too.
+    f.matchers.clear();
+    f.severity_text = Some("ERROR".into());
+    let r = search(
+        &store,
+        &t,
+        &SearchRequest {
+            filter: f,
+            limit: 5,
+            direction: Direction::Backward,
+        },
+    )
+    .unwrap();
+    assert_eq!(r.matched, 50);
+    assert_eq!(r.explain.segments_pruned_by_index, 1);
+}
+
+#[test]
+fn logql_over_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path());
+    let t = TenantId::new("lq").unwrap();
+    let mut recs = Vec::new();
+    for i in 0..120i64 {
+        let (svc, sev) = if i % 3 == 0 {
+            ("api", (17, "ERROR"))
+        } else {
+            ("worker", (9, "INFO"))
+        };
+        let body = format!(
+            r#"{{"status": {}, "msg": "req {i}", "nested": {{"k": "v{}"}}}}"#,
+            200 + (i % 4) * 100,
+            i % 2
+        );
+        recs.push(rec(BASE + i * 1_000_000_000, &body, svc, sev));
+    }
+    store.append_logs(&t, &recs[..60]).unwrap();
+    store.flush().unwrap();
+    store.append_logs(&t, &recs[60..]).unwrap();
+    let p = RangeParams {
+        start_ns: BASE,
+        end_ns: BASE + 119 * 1_000_000_000,
+        step_ns: 60_000_000_000,
+        limit: 1000,
+        direction: Direction::Backward,
+    };
+
+    // Log query with json + label filter, streams grouped by labels.
+    let e =
+        parse(r#"{service_name="api"} |= "req" | json | status >= 300 | nested_k="v1""#).unwrap();
+    let out = query_range(&store, &t, &e, p).unwrap();
+    let QueryValue::Streams(streams) = out.value else {
+        panic!()
+    };
+    let want: Vec<i64> = (0..120)
+        .filter(|i| i % 3 == 0 && 200 + (i % 4) * 100 >= 300 && i % 2 == 1)
+        .collect();
+    let got: usize = streams.iter().map(|s| s.entries.len()).sum();
+    assert_eq!(got, want.len());
+    for s in &streams {
+        assert_eq!(
+            s.labels.get("service_name").map(String::as_str),
+            Some("api")
+        );
+        assert_eq!(s.labels.get("level").map(String::as_str), Some("error"));
+        assert!(s.labels.contains_key("status"));
+        assert!(s.entries.windows(2).all(|w| w[0].0 > w[1].0));
+    }
+
+    // Limit keeps the newest lines across streams.
+    let e = parse(r#"{service_name=~"api|worker"}"#).unwrap();
+    let out = query_range(&store, &t, &e, RangeParams { limit: 7, ..p }).unwrap();
+    let QueryValue::Streams(streams) = out.value else {
+        panic!()
+    };
+    let mut times: Vec<i64> = streams
+        .iter()
+        .flat_map(|s| s.entries.iter().map(|e| e.0))
+        .collect();
+    times.sort_unstable();
+    assert_eq!(
+        times,
+        (113..120)
+            .map(|i| BASE + i * 1_000_000_000)
+            .collect::<Vec<_>>()
+    );
+
+    // Log volume: sum by (level) (count_over_time(...[1m])).
+    let e = parse(r#"sum by (level) (count_over_time({service_name=~".+"}[1m]))"#).unwrap();
+    let out = query_range(&store, &t, &e, p).unwrap();
+    let QueryValue::Matrix(m) = out.value else {
+        panic!()
+    };
+    assert_eq!(m.len(), 2);
+    for s in &m {
+        let level = s.labels.get("level").unwrap();
+        for &(ts, v) in &s.points {
+            let want = (0..120i64)
+                .filter(|i| {
+                    let at = BASE + i * 1_000_000_000;
+                    at > ts - 60_000_000_000 && at <= ts && ((i % 3 == 0) == (level == "error"))
+                })
+                .count() as f64;
+            assert_eq!(v, want, "{level} at {ts}");
+        }
+    }
+
+    // Rate and topk.
+    let e = parse(r#"topk(1, sum by (service_name) (rate({service_name=~".+"}[1m])))"#).unwrap();
+    let out = query_instant(&store, &t, &e, BASE + 119 * 1_000_000_000).unwrap();
+    let QueryValue::Vector(v) = out.value else {
+        panic!()
+    };
+    assert_eq!(v.len(), 1);
+    assert_eq!(
+        v[0].labels.get("service_name").map(String::as_str),
+        Some("worker")
+    );
+    assert_eq!(v[0].points[0].1, 40.0 / 60.0);
+
+    // Health check.
+    let out = query_instant(&store, &t, &parse("vector(1)+vector(1)").unwrap(), BASE).unwrap();
+    let QueryValue::Vector(v) = out.value else {
+        panic!()
+    };
+    assert_eq!(v.len(), 1);
+    assert!(v[0].labels.is_empty());
+    assert_eq!(v[0].points[0].1, 2.0);
+
+    // Instant log queries are refused.
+    assert!(query_instant(&store, &t, &parse(r#"{a="b"}"#).unwrap(), BASE).is_err());
+}

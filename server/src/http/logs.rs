@@ -1,0 +1,341 @@
+//! The native log API (JSON):
+//!
+//! * `GET|POST /api/v1/logs/search`: lines matching a full-text query, attribute filters,
+//!   severity, trace/span id and time range, newest first (`direction=forward` for oldest
+//!   first), at most `limit` (default 100, max 5000);
+//! * `GET|POST /api/v1/logs/histogram`: counts per `step` bucket over the range, optionally
+//!   grouped (`group_by=severity` or an attribute key).
+//!
+//! Parameters come from the query string, a form body or a JSON object body (see
+//! docs/logs.md). `explain=true` adds the storage scan statistics. Errors are
+//! `{"status": "error", "error": "..."}` with 400 for bad parameters, 401 for a missing or
+//! unknown token, 500 when storage fails.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+use sightline_query::QueryError;
+use sightline_query::logs::{
+    Direction, HistogramGroup, HistogramRequest, LogFilter, SearchRequest, histogram, search,
+};
+use sightline_storage::{LogRecord, MatchOp, Matcher, SpanId, TimeRange, TraceId, UnixNanos};
+
+use super::AppState;
+use super::params::{self, get as param};
+
+/// Default time span searched when `start` is absent: one hour before `end`.
+const DEFAULT_SPAN_NS: i64 = 3_600 * 1_000_000_000;
+
+/// The routes of this module.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/logs/search",
+            get(search_handler).post(search_handler),
+        )
+        .route(
+            "/api/v1/logs/histogram",
+            get(histogram_handler).post(histogram_handler),
+        )
+}
+
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            axum::Json(json!({"status": "error", "error": self.1})),
+        )
+            .into_response()
+    }
+}
+
+fn bad(msg: impl std::fmt::Display) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, msg.to_string())
+}
+
+pub(crate) fn query_error_status(e: &QueryError) -> StatusCode {
+    match e {
+        QueryError::Parse(_) | QueryError::Unsupported(_) | QueryError::BadRequest(_) => {
+            StatusCode::BAD_REQUEST
+        }
+        QueryError::Execution(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        QueryError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+        QueryError::Storage(sightline_storage::StorageError::InvalidQuery(_))
+        | QueryError::Storage(sightline_storage::StorageError::InvalidInput(_)) => {
+            StatusCode::BAD_REQUEST
+        }
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// Parses one attribute filter: `key op value` with `op` one of `=`, `!=`, `=~`, `!~`; the
+/// value may be double-quoted (JSON string escapes).
+pub(crate) fn parse_filter(s: &str) -> Result<Matcher, String> {
+    let key_end = s.find(['=', '!']).ok_or_else(|| {
+        format!("filter {s:?}: expected key=value, key!=value, key=~re or key!~re")
+    })?;
+    let key = s[..key_end].trim();
+    let rest = &s[key_end..];
+    let (op, value) = if let Some(v) = rest.strip_prefix("=~") {
+        (MatchOp::Regex, v)
+    } else if let Some(v) = rest.strip_prefix("!~") {
+        (MatchOp::NotRegex, v)
+    } else if let Some(v) = rest.strip_prefix("!=") {
+        (MatchOp::NotEq, v)
+    } else if let Some(v) = rest.strip_prefix('=') {
+        (MatchOp::Eq, v)
+    } else {
+        return Err(format!("filter {s:?}: unknown operator"));
+    };
+    if key.is_empty() {
+        return Err(format!("filter {s:?}: empty key"));
+    }
+    let value = value.trim();
+    let value = if value.starts_with('"') {
+        serde_json::from_str::<String>(value)
+            .map_err(|e| format!("filter {s:?}: bad quoted value: {e}"))?
+    } else {
+        value.to_owned()
+    };
+    Matcher::new(key, op, value).map_err(|e| e.to_string())
+}
+
+fn severity_number(s: &str) -> Result<i32, String> {
+    if let Ok(n) = s.parse::<i32>() {
+        return if (0..=24).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!("min_severity {n} outside 0..=24"))
+        };
+    }
+    Ok(match s.to_ascii_lowercase().as_str() {
+        "trace" => 1,
+        "debug" => 5,
+        "info" => 9,
+        "warn" | "warning" => 13,
+        "error" => 17,
+        "fatal" | "critical" => 21,
+        _ => {
+            return Err(format!(
+                "unknown severity {s:?}: use 1-24 or trace/debug/info/warn/error/fatal"
+            ));
+        }
+    })
+}
+
+fn filter_from(p: &[(String, String)]) -> Result<LogFilter, String> {
+    let (start, end) = params::time_range(p, DEFAULT_SPAN_NS)?;
+    let mut f = LogFilter::new(TimeRange {
+        start: UnixNanos(start),
+        end: UnixNanos(end.saturating_add(1)),
+    });
+    f.full_text = param(p, "query")
+        .or_else(|| param(p, "q"))
+        .map(str::to_owned);
+    for raw in params::all(p, "filter") {
+        if raw.trim_start().starts_with('{') {
+            // A JSON object {"key", "op", "value"} inside a JSON body.
+            let v: Value = serde_json::from_str(raw).map_err(|e| format!("filter {raw}: {e}"))?;
+            let field = |n: &str| v.get(n).and_then(Value::as_str).map(str::to_owned);
+            let key = field("key").ok_or_else(|| format!("filter {raw}: missing key"))?;
+            let op = match field("op").as_deref().unwrap_or("=") {
+                "=" => MatchOp::Eq,
+                "!=" => MatchOp::NotEq,
+                "=~" => MatchOp::Regex,
+                "!~" => MatchOp::NotRegex,
+                o => return Err(format!("filter {raw}: unknown op {o:?}")),
+            };
+            let value = field("value").unwrap_or_default();
+            f.matchers
+                .push(Matcher::new(key, op, value).map_err(|e| e.to_string())?);
+        } else {
+            f.matchers.push(parse_filter(raw)?);
+        }
+    }
+    if let Some(s) = param(p, "service") {
+        f.matchers.push(Matcher::eq("service.name", s));
+    }
+    f.severity_text = param(p, "severity").map(str::to_owned);
+    f.min_severity = param(p, "min_severity").map(severity_number).transpose()?;
+    f.trace_id = param(p, "trace_id")
+        .map(|t| TraceId::from_hex(t).map_err(|e| format!("trace_id: {e}")))
+        .transpose()?;
+    f.span_id = param(p, "span_id")
+        .map(|t| SpanId::from_hex(t).map_err(|e| format!("span_id: {e}")))
+        .transpose()?;
+    Ok(f)
+}
+
+fn explain_wanted(p: &[(String, String)]) -> bool {
+    matches!(param(p, "explain"), Some("true" | "1"))
+}
+
+fn attrs_json(a: &sightline_storage::Attributes) -> Value {
+    Value::Object(a.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+}
+
+/// The JSON form of one line.
+pub(crate) fn line_json(r: &LogRecord) -> Value {
+    json!({
+        "time_unix_nano": r.time.0.to_string(),
+        "observed_time_unix_nano": r.observed_time.0.to_string(),
+        "severity_number": r.severity_number,
+        "severity_text": r.severity_text,
+        "body": r.body.to_json(),
+        "trace_id": r.trace_id.map(|t| t.to_hex()),
+        "span_id": r.span_id.map(|s| s.to_hex()),
+        "service_name": r.service_name,
+        "scope_name": r.scope_name,
+        "event_name": r.event_name,
+        "attributes": attrs_json(&r.attributes),
+        "resource_attributes": attrs_json(&r.resource_attributes),
+    })
+}
+
+async fn prepare(
+    st: &AppState,
+    method: &Method,
+    headers: &HeaderMap,
+    query: Option<String>,
+    body: &[u8],
+) -> Result<(sightline_storage::TenantId, Vec<(String, String)>), ApiError> {
+    let tenant = super::request_tenant(st, headers)
+        .map_err(|e| ApiError(StatusCode::UNAUTHORIZED, e.to_string()))?;
+    let p = params::collect(method, headers, query.as_deref(), body).map_err(bad)?;
+    Ok((tenant, p))
+}
+
+async fn run<F>(work: F) -> Response
+where
+    F: FnOnce() -> Result<Value, ApiError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(v)) => axum::Json(json!({"status": "success", "data": v})).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+fn query_err(e: QueryError) -> ApiError {
+    ApiError(query_error_status(&e), e.to_string())
+}
+
+async fn search_handler(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let (tenant, p) = match prepare(&st, &method, &headers, query, &body).await {
+        Ok(x) => x,
+        Err(e) => return e.into_response(),
+    };
+    let store = st.store().clone();
+    run(move || {
+        let filter = filter_from(&p).map_err(bad)?;
+        let limit = match param(&p, "limit") {
+            Some(l) => l
+                .parse::<usize>()
+                .map_err(|_| bad(format!("invalid limit {l:?}")))?,
+            None => 100,
+        };
+        let direction = match param(&p, "direction") {
+            None | Some("backward") => Direction::Backward,
+            Some("forward") => Direction::Forward,
+            Some(d) => {
+                return Err(bad(format!(
+                    "invalid direction {d:?}: use backward or forward"
+                )));
+            }
+        };
+        let r = search(
+            &store,
+            &tenant,
+            &SearchRequest {
+                filter,
+                limit,
+                direction,
+            },
+        )
+        .map_err(query_err)?;
+        let mut v = json!({
+            "lines": r.lines.iter().map(line_json).collect::<Vec<_>>(),
+            "matched": r.matched,
+        });
+        if explain_wanted(&p) {
+            v["explain"] = serde_json::to_value(&r.explain).unwrap_or(Value::Null);
+        }
+        Ok(v)
+    })
+    .await
+}
+
+async fn histogram_handler(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let (tenant, p) = match prepare(&st, &method, &headers, query, &body).await {
+        Ok(x) => x,
+        Err(e) => return e.into_response(),
+    };
+    let store = st.store().clone();
+    run(move || {
+        let filter = filter_from(&p).map_err(bad)?;
+        let span = filter.time.end.0 - filter.time.start.0;
+        let step_ns = match param(&p, "step") {
+            Some(s) => params::parse_step(s).map_err(bad)?,
+            // About 100 buckets, whole seconds.
+            None => ((span / 100).max(1_000_000_000) + 999_999_999) / 1_000_000_000 * 1_000_000_000,
+        };
+        let group = match param(&p, "group_by") {
+            None => HistogramGroup::None,
+            Some("severity" | "level") => HistogramGroup::Severity,
+            Some(k) => HistogramGroup::Label(k.to_owned()),
+        };
+        let h = histogram(&store, &tenant, &HistogramRequest { filter, step_ns, group }).map_err(query_err)?;
+        let mut v = json!({
+            "step_ns": step_ns.to_string(),
+            "buckets": h.buckets.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+            "series": h.series.iter().map(|s| json!({"group": s.group, "counts": s.counts, "total": s.counts.iter().sum::<u64>()})).collect::<Vec<_>>(),
+        });
+        if explain_wanted(&p) {
+            v["explain"] = serde_json::to_value(&h.explain).unwrap_or(Value::Null);
+        }
+        Ok(v)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters() {
+        let m = parse_filter(r#"service.name="api""#).ok();
+        assert!(
+            m.as_ref().is_some_and(|m| m.key == "service.name"
+                && m.value == "api"
+                && m.op == MatchOp::Eq)
+        );
+        let m = parse_filter("user.id!~a|b").ok();
+        assert!(
+            m.as_ref()
+                .is_some_and(|m| m.op == MatchOp::NotRegex && m.value == "a|b")
+        );
+        assert!(parse_filter("novalue").is_err());
+        assert!(parse_filter("=x").is_err());
+        assert_eq!(severity_number("warn"), Ok(13));
+        assert!(severity_number("99").is_err());
+    }
+}
