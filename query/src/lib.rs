@@ -10,5 +10,6 @@
 
 pub mod error;
 pub mod promql;
+pub mod traces;
 
 pub use error::{QueryError, Result};

@@ -8,6 +8,8 @@
 pub mod detect;
 pub mod ops;
 pub mod otlp;
+pub mod tempo;
+pub mod traces;
 
 use std::sync::Arc;
 
@@ -37,6 +39,8 @@ pub fn router(state: AppState) -> Router {
         .merge(otlp::routes())
         .merge(detect::routes())
         .merge(ops::routes())
+        .merge(traces::routes())
+        .merge(tempo::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)
 }
