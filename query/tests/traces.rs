@@ -59,7 +59,14 @@ struct Gen {
 
 fn gen_span() -> impl Strategy<Value = Gen> {
     (
-        (0u8..6, 0..SERVICES.len(), 0..NAMES.len(), 0u8..3, 0i64..(3 * 3600 * 1000), 0i64..5000),
+        (
+            0u8..6,
+            0..SERVICES.len(),
+            0..NAMES.len(),
+            0u8..3,
+            0i64..(3 * 3600 * 1000),
+            0i64..5000,
+        ),
         (
             proptest::option::of(0..MODELS.len()),
             proptest::option::of(0i64..2000),
@@ -69,20 +76,25 @@ fn gen_span() -> impl Strategy<Value = Gen> {
             proptest::option::of(-5i64..5),
         ),
     )
-        .prop_map(|((trace, service, name, status, start_ms, dur_ms), (model, input_tokens, entropy, tier_span, tier_res, score))| Gen {
-            trace,
-            service,
-            name,
-            status,
-            start_ms,
-            dur_ms,
-            model,
-            input_tokens,
-            entropy,
-            tier_span,
-            tier_res,
-            score,
-        })
+        .prop_map(
+            |(
+                (trace, service, name, status, start_ms, dur_ms),
+                (model, input_tokens, entropy, tier_span, tier_res, score),
+            )| Gen {
+                trace,
+                service,
+                name,
+                status,
+                start_ms,
+                dur_ms,
+                model,
+                input_tokens,
+                entropy,
+                tier_span,
+                tier_res,
+                score,
+            },
+        )
 }
 
 fn record(i: usize, g: &Gen) -> SpanRecord {
@@ -101,10 +113,12 @@ fn record(i: usize, g: &Gen) -> SpanRecord {
     s.gen_ai.input_tokens = g.input_tokens;
     s.quality.entropy_mean = g.entropy;
     if let Some(t) = g.tier_span {
-        s.attributes.push(("tier".into(), AttrValue::Str(TIERS[t].into())));
+        s.attributes
+            .push(("tier".into(), AttrValue::Str(TIERS[t].into())));
     }
     if let Some(t) = g.tier_res {
-        s.resource_attributes.push(("tier".into(), AttrValue::Str(TIERS[t].into())));
+        s.resource_attributes
+            .push(("tier".into(), AttrValue::Str(TIERS[t].into())));
     }
     if let Some(v) = g.score {
         s.attributes.push(("score".into(), AttrValue::Int(v)));
@@ -160,7 +174,12 @@ fn cond(f: &F) -> Cond {
         F::MaxDur(ms) => Cond::number(Scope::Any, "duration", CmpOp::Lt, (*ms * 1_000_000) as f64),
         F::Model(i) => s(Scope::Span, "gen_ai.request.model", MatchOp::Eq, MODELS[*i]),
         F::ModelRe => s(Scope::Any, "gen_ai.request.model", MatchOp::Regex, "gpt-.*"),
-        F::MinTokens(n) => Cond::number(Scope::Any, "gen_ai.usage.input_tokens", CmpOp::Ge, *n as f64),
+        F::MinTokens(n) => Cond::number(
+            Scope::Any,
+            "gen_ai.usage.input_tokens",
+            CmpOp::Ge,
+            *n as f64,
+        ),
         F::MaxEntropy(e) => Cond::number(Scope::Any, "sightline.entropy.mean", CmpOp::Le, *e),
         F::TierAny(i) => s(Scope::Any, "tier", MatchOp::Eq, TIERS[*i]),
         F::TierSpan(i) => s(Scope::Span, "tier", MatchOp::Eq, TIERS[*i]),
@@ -296,7 +315,13 @@ fn pruning_shows_in_the_stats() {
             let spans: Vec<SpanRecord> = (0..50)
                 .map(|k| {
                     n += 1;
-                    span(10 * h as u8 + i as u8 + 1, n, svc, BASE + h * HOUR + k * 1_000_000, 1_000)
+                    span(
+                        10 * h as u8 + i as u8 + 1,
+                        n,
+                        svc,
+                        BASE + h * HOUR + k * 1_000_000,
+                        1_000,
+                    )
                 })
                 .collect();
             store.append_spans(&tenant(), &spans).unwrap();
@@ -304,23 +329,31 @@ fn pruning_shows_in_the_stats() {
         }
     }
     // By service: the other service's segments are pruned by postings.
-    let q = SpanQuery::new(TimeRange::ALL).with(Cond::string(Scope::Resource, "service.name", MatchOp::Eq, "rag").unwrap());
+    let q = SpanQuery::new(TimeRange::ALL)
+        .with(Cond::string(Scope::Resource, "service.name", MatchOp::Eq, "rag").unwrap());
     let r = search_spans(&store, &tenant(), &q).unwrap();
     assert_eq!(r.total_matched, 150);
     assert_eq!(r.stats.segments_total, 6);
     assert_eq!(r.stats.segments_pruned_by_index, 3, "{:?}", r.stats);
     // By time: two of three hours pruned.
-    let q = SpanQuery::new(TimeRange::new(UnixNanos(BASE + HOUR), UnixNanos(BASE + 2 * HOUR)).unwrap());
+    let q =
+        SpanQuery::new(TimeRange::new(UnixNanos(BASE + HOUR), UnixNanos(BASE + 2 * HOUR)).unwrap());
     let r = search_spans(&store, &tenant(), &q).unwrap();
     assert_eq!(r.total_matched, 100);
     assert_eq!(r.stats.segments_pruned_by_time, 4, "{:?}", r.stats);
     // A numeric condition cannot prune: every segment is read, rows are filtered after.
-    let q = SpanQuery::new(TimeRange::ALL).with(Cond::number(Scope::Any, "duration", CmpOp::Gt, 5_000.0));
+    let q = SpanQuery::new(TimeRange::ALL).with(Cond::number(
+        Scope::Any,
+        "duration",
+        CmpOp::Gt,
+        5_000.0,
+    ));
     let r = search_spans(&store, &tenant(), &q).unwrap();
     assert_eq!(r.total_matched, 0);
     assert_eq!(r.stats.segments_read, 6);
     // Trace search adds one pruned lookup per trace returned.
-    let q = SpanQuery::new(TimeRange::ALL).with(Cond::string(Scope::Any, "service.name", MatchOp::Eq, "api").unwrap());
+    let q = SpanQuery::new(TimeRange::ALL)
+        .with(Cond::string(Scope::Any, "service.name", MatchOp::Eq, "api").unwrap());
     let t = search_traces(&store, &tenant(), &q).unwrap();
     assert_eq!(t.total_traces, 3);
     assert_eq!(t.traces.len(), 3);
@@ -340,19 +373,37 @@ fn trace_by_id_reads_every_span_with_structure() {
     child.parent_span_id = Some(SpanId(1u64.to_be_bytes()));
     let mut orphan = span(7, 3, "llm", BASE + 20, 10);
     orphan.parent_span_id = Some(SpanId(99u64.to_be_bytes()));
-    store.append_spans(&tenant(), &[root.clone(), orphan.clone()]).unwrap();
+    store
+        .append_spans(&tenant(), &[root.clone(), orphan.clone()])
+        .unwrap();
     store.flush().unwrap();
-    store.append_spans(&tenant(), std::slice::from_ref(&child)).unwrap();
-    let v = trace_by_id(&store, &tenant(), TraceId([7; 16])).unwrap().unwrap();
+    store
+        .append_spans(&tenant(), std::slice::from_ref(&child))
+        .unwrap();
+    let v = trace_by_id(&store, &tenant(), TraceId([7; 16]))
+        .unwrap()
+        .unwrap();
     assert_eq!(v.spans, vec![root, child, orphan]);
     assert_eq!(v.root, Some(SpanId(1u64.to_be_bytes())));
     assert_eq!(v.orphans, vec![SpanId(3u64.to_be_bytes())]);
-    let total: i64 = v.critical_path.iter().map(|s| s.end_unix_nano - s.start_unix_nano).sum();
+    let total: i64 = v
+        .critical_path
+        .iter()
+        .map(|s| s.end_unix_nano - s.start_unix_nano)
+        .sum();
     assert_eq!(total, 100);
     assert_eq!(v.critical_path.len(), 3);
-    assert!(trace_by_id(&store, &tenant(), TraceId([8; 16])).unwrap().is_none());
+    assert!(
+        trace_by_id(&store, &tenant(), TraceId([8; 16]))
+            .unwrap()
+            .is_none()
+    );
     let other = TenantId::new("t2").unwrap();
-    assert!(trace_by_id(&store, &other, TraceId([7; 16])).unwrap().is_none());
+    assert!(
+        trace_by_id(&store, &other, TraceId([7; 16]))
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[test]
@@ -362,7 +413,13 @@ fn red_aggregates_per_group_and_bucket() {
     let mut spans = Vec::new();
     // Model a: 10 spans in minute 0 with durations 1..=10 ms, 2 errors; model b: 4 in minute 1.
     for i in 0..10i64 {
-        let mut s = span(1, i as u64 + 1, "api", BASE + i * 1_000_000_000, (i + 1) * 1_000_000);
+        let mut s = span(
+            1,
+            i as u64 + 1,
+            "api",
+            BASE + i * 1_000_000_000,
+            (i + 1) * 1_000_000,
+        );
         s.gen_ai.request_model = Some("a".into());
         if i < 2 {
             s.status_code = StatusCode::Error;
@@ -370,7 +427,13 @@ fn red_aggregates_per_group_and_bucket() {
         spans.push(s);
     }
     for i in 0..4i64 {
-        let mut s = span(2, 100 + i as u64, "api", BASE + 60_000_000_000 + i, 2_000_000);
+        let mut s = span(
+            2,
+            100 + i as u64,
+            "api",
+            BASE + 60_000_000_000 + i,
+            2_000_000,
+        );
         s.gen_ai.request_model = Some("b".into());
         spans.push(s);
     }
@@ -401,6 +464,16 @@ fn red_aggregates_per_group_and_bucket() {
     assert_eq!(b.total.count, 4);
     assert!((b.total.rate - 4.0 / 120.0).abs() < 1e-12);
     // Unbounded ranges and zero steps are refused.
-    assert!(red(&store, &tenant(), &RedQuery { time: TimeRange::ALL, ..q.clone() }).is_err());
+    assert!(
+        red(
+            &store,
+            &tenant(),
+            &RedQuery {
+                time: TimeRange::ALL,
+                ..q.clone()
+            }
+        )
+        .is_err()
+    );
     assert!(red(&store, &tenant(), &RedQuery { step_nanos: 0, ..q }).is_err());
 }

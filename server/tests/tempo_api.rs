@@ -28,6 +28,7 @@ fn kv(k: &str, v: Value) -> KeyValue {
     KeyValue {
         key: k.into(),
         value: Some(AnyValue { value: Some(v) }),
+        ..Default::default()
     }
 }
 
@@ -44,14 +45,19 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
 }
 
 fn span(trace: [u8; 16], id: u8, parent: Option<u8>, name: &str, start: u64, dur_ms: u64) -> Span {
     Span {
         trace_id: trace.to_vec(),
         span_id: vec![0x5a, 0, 0, 0, 0, 0, 0, id],
-        parent_span_id: parent.map(|p| vec![0x5a, 0, 0, 0, 0, 0, 0, p]).unwrap_or_default(),
+        parent_span_id: parent
+            .map(|p| vec![0x5a, 0, 0, 0, 0, 0, 0, p])
+            .unwrap_or_default(),
         name: name.into(),
         kind: 2,
         start_time_unix_nano: start,
@@ -89,14 +95,20 @@ fn batch(res: Option<Resource>, spans: Vec<Span>) -> ResourceSpans {
 /// in `llm-gw` with GenAI attributes, an event and a link. Trace 2: a short, successful call.
 fn data(t0: u64) -> (ExportTraceServiceRequest, ExportTraceServiceRequest) {
     let mut root = span(T1, 1, None, "POST /chat", t0, 3000);
-    root.attributes = vec![kv("http.request.method", s("POST")), kv("http.response.status_code", Value::IntValue(500))];
+    root.attributes = vec![
+        kv("http.request.method", s("POST")),
+        kv("http.response.status_code", Value::IntValue(500)),
+    ];
     root.events = vec![Event {
         time_unix_nano: t0 + 10,
         name: "request.received".into(),
         attributes: vec![kv("bytes", Value::IntValue(512))],
         dropped_attributes_count: 0,
     }];
-    root.status = Some(Status { code: 2, message: "upstream failed".into() });
+    root.status = Some(Status {
+        code: 2,
+        message: "upstream failed".into(),
+    });
     let mut llm = span(T1, 2, Some(1), "chat gpt-4o", t0 + 200_000_000, 2500);
     llm.kind = 3;
     llm.attributes = vec![
@@ -107,7 +119,11 @@ fn data(t0: u64) -> (ExportTraceServiceRequest, ExportTraceServiceRequest) {
         kv("gen_ai.usage.output_tokens", Value::IntValue(30)),
         kv(
             "gen_ai.response.finish_reasons",
-            Value::ArrayValue(ArrayValue { values: vec![AnyValue { value: Some(s("length")) }] }),
+            Value::ArrayValue(ArrayValue {
+                values: vec![AnyValue {
+                    value: Some(s("length")),
+                }],
+            }),
         ),
         kv("user.tier", s("pro")),
         kv("ratio", Value::DoubleValue(0.25)),
@@ -115,7 +131,10 @@ fn data(t0: u64) -> (ExportTraceServiceRequest, ExportTraceServiceRequest) {
     llm.events = vec![Event {
         time_unix_nano: t0 + 300_000_000,
         name: "gen_ai.choice".into(),
-        attributes: vec![kv("index", Value::IntValue(0)), kv("flag", Value::BoolValue(true))],
+        attributes: vec![
+            kv("index", Value::IntValue(0)),
+            kv("flag", Value::BoolValue(true)),
+        ],
         dropped_attributes_count: 0,
     }];
     llm.links = vec![Link {
@@ -125,20 +144,32 @@ fn data(t0: u64) -> (ExportTraceServiceRequest, ExportTraceServiceRequest) {
         attributes: vec![kv("link.kind", s("retry-of"))],
         ..Default::default()
     }];
-    llm.status = Some(Status { code: 2, message: "rate limited".into() });
+    llm.status = Some(Status {
+        code: 2,
+        message: "rate limited".into(),
+    });
     let mut other = span(T2, 9, None, "chat claude", t0 + 1_000_000_000, 100);
-    other.attributes = vec![kv("gen_ai.request.model", s("claude-3")), kv("gen_ai.usage.input_tokens", Value::IntValue(40))];
+    other.attributes = vec![
+        kv("gen_ai.request.model", s("claude-3")),
+        kv("gen_ai.usage.input_tokens", Value::IntValue(40)),
+    ];
     let acme = ExportTraceServiceRequest {
         resource_spans: vec![
             batch(resource("chat-api", vec![]), vec![root]),
-            batch(resource("llm-gw", vec![kv("deployment.environment", s("prod"))]), vec![llm]),
+            batch(
+                resource("llm-gw", vec![kv("deployment.environment", s("prod"))]),
+                vec![llm],
+            ),
             batch(resource("chat-api", vec![]), vec![other]),
         ],
     };
     // Tenant "other": a trace of the same shape under another id.
     let mut theirs = span(T3, 1, None, "chat gpt-4o", t0, 2600);
     theirs.attributes = vec![kv("gen_ai.request.model", s("gpt-4o"))];
-    theirs.status = Some(Status { code: 2, message: String::new() });
+    theirs.status = Some(Status {
+        code: 2,
+        message: String::new(),
+    });
     let other_tenant = ExportTraceServiceRequest {
         resource_spans: vec![batch(resource("llm-gw", vec![]), vec![theirs])],
     };
@@ -174,7 +205,10 @@ impl Api {
             self.server.http,
             "POST",
             "/v1/traces",
-            &[("content-type", "application/x-protobuf"), ("x-scope-orgid", tenant)],
+            &[
+                ("content-type", "application/x-protobuf"),
+                ("x-scope-orgid", tenant),
+            ],
             &req.encode_to_vec(),
         )
         .unwrap();
@@ -252,7 +286,10 @@ fn grafana_tempo_datasource_requests() {
     assert_eq!((r.status, r.text().as_str()), (200, "echo"));
 
     // Trace by id, v2 protobuf (what Grafana asks for), round-trips exactly.
-    let pb = [("accept", "application/protobuf"), ("x-scope-orgid", "acme")];
+    let pb = [
+        ("accept", "application/protobuf"),
+        ("x-scope-orgid", "acme"),
+    ];
     let r = api.get(&format!("/api/v2/traces/{}", hex(&T1)), &pb);
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.header("content-type"), Some("application/protobuf"));
@@ -277,8 +314,18 @@ fn grafana_tempo_datasource_requests() {
     assert_eq!(j["batches"].as_array().unwrap().len(), 2);
 
     // Unknown trace and another tenant's trace: 404.
-    for (id, tenant) in [(hex(&[0x77; 16]), "acme"), (hex(&T1), "other"), (hex(&T3), "acme")] {
-        let r = api.get(&format!("/api/v2/traces/{id}"), &[("accept", "application/protobuf"), ("x-scope-orgid", tenant)]);
+    for (id, tenant) in [
+        (hex(&[0x77; 16]), "acme"),
+        (hex(&T1), "other"),
+        (hex(&T3), "acme"),
+    ] {
+        let r = api.get(
+            &format!("/api/v2/traces/{id}"),
+            &[
+                ("accept", "application/protobuf"),
+                ("x-scope-orgid", tenant),
+            ],
+        );
         assert_eq!(r.status, 404, "{id} {tenant}");
     }
     let r = api.get("/api/v2/traces/not-hex", &pb);
@@ -286,7 +333,10 @@ fn grafana_tempo_datasource_requests() {
 
     // Search with TraceQL, as Grafana's TraceQL editor sends it.
     let q = r#"{ resource.service.name = "llm-gw" && span.gen_ai.request.model = "gpt-4o" && duration > 2s && status = error }"#;
-    let path = format!("/api/search?q={}&limit=20&spss=3&start={start}&end={end}", enc(q));
+    let path = format!(
+        "/api/search?q={}&limit=20&spss=3&start={start}&end={end}",
+        enc(q)
+    );
     let (status, j) = api.get_json(&path, "acme");
     assert_eq!(status, 200, "{j}");
     let traces = j["traces"].as_array().unwrap();
@@ -301,28 +351,61 @@ fn grafana_tempo_datasource_requests() {
     assert_eq!(set["matched"], 1);
     assert_eq!(set["spans"][0]["spanID"], "5a00000000000002");
     assert_eq!(set["spans"][0]["durationNanos"], "2500000000");
-    assert_eq!(set["spans"][0]["startTimeUnixNano"], (t0 + 200_000_000).to_string());
+    assert_eq!(
+        set["spans"][0]["startTimeUnixNano"],
+        (t0 + 200_000_000).to_string()
+    );
     assert!(j["metrics"]["inspectedTraces"].as_u64().is_some());
     // The same query in tenant "other" finds only its own trace.
     let (_, j) = api.get_json(&path, "other");
-    let ids: Vec<&str> = j["traces"].as_array().unwrap().iter().map(|t| t["traceID"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = j["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["traceID"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, vec![hex(&T3)]);
     // Regex, numeric attribute comparison, unscoped attribute.
-    let q = r#"{ name =~ "chat.*" && .gen_ai.usage.input_tokens >= 40 && span.user.tier != "free" }"#;
-    let (status, j) = api.get_json(&format!("/api/search?q={}&start={start}&end={end}", enc(q)), "acme");
+    let q =
+        r#"{ name =~ "chat.*" && .gen_ai.usage.input_tokens >= 40 && span.user.tier != "free" }"#;
+    let (status, j) = api.get_json(
+        &format!("/api/search?q={}&start={start}&end={end}", enc(q)),
+        "acme",
+    );
     assert_eq!(status, 200, "{j}");
-    let ids: Vec<&str> = j["traces"].as_array().unwrap().iter().map(|t| t["traceID"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = j["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["traceID"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, vec![hex(&T2), hex(&T1)], "newest first");
     // Legacy search: logfmt tags and duration bounds.
     let (status, j) = api.get_json(
-        &format!("/api/search?tags={}&minDuration=2s&maxDuration=3s&limit=5&start={start}&end={end}", enc("service.name=chat-api")),
+        &format!(
+            "/api/search?tags={}&minDuration=2s&maxDuration=3s&limit=5&start={start}&end={end}",
+            enc("service.name=chat-api")
+        ),
         "acme",
     );
     assert_eq!(status, 200);
-    let ids: Vec<&str> = j["traces"].as_array().unwrap().iter().map(|t| t["traceID"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = j["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["traceID"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, vec![hex(&T1)]);
     // A window before the data finds nothing.
-    let (_, j) = api.get_json(&format!("/api/search?q={}&start={}&end={}", enc("{}"), start - 7200, start - 3600), "acme");
+    let (_, j) = api.get_json(
+        &format!(
+            "/api/search?q={}&start={}&end={}",
+            enc("{}"),
+            start - 7200,
+            start - 3600
+        ),
+        "acme",
+    );
     assert!(j["traces"].as_array().unwrap().is_empty());
 
     // Unsupported TraceQL: 400 naming the construct.
@@ -331,7 +414,10 @@ fn grafana_tempo_datasource_requests() {
         (r#"{ .a = "x" } >> { .b = "y" }"#, ">>"),
         (r#"{ .a = "x" "#, "missing"),
     ] {
-        let r = api.get(&format!("/api/search?q={}", enc(q)), &[("x-scope-orgid", "acme")]);
+        let r = api.get(
+            &format!("/api/search?q={}", enc(q)),
+            &[("x-scope-orgid", "acme")],
+        );
         assert_eq!(r.status, 400, "{q}");
         assert!(r.text().contains(needle), "{q}: {}", r.text());
     }
@@ -339,22 +425,55 @@ fn grafana_tempo_datasource_requests() {
     // Tags, v1 and v2.
     let (status, j) = api.get_json(&format!("/api/search/tags?start={start}&end={end}"), "acme");
     assert_eq!(status, 200);
-    let names: Vec<&str> = j["tagNames"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    for want in ["service.name", "deployment.environment", "http.request.method", "gen_ai.request.model", "user.tier"] {
+    let names: Vec<&str> = j["tagNames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for want in [
+        "service.name",
+        "deployment.environment",
+        "http.request.method",
+        "gen_ai.request.model",
+        "user.tier",
+    ] {
         assert!(names.contains(&want), "{want} in {names:?}");
     }
-    let (_, j) = api.get_json(&format!("/api/v2/search/tags?scope=resource&start={start}&end={end}"), "acme");
+    let (_, j) = api.get_json(
+        &format!("/api/v2/search/tags?scope=resource&start={start}&end={end}"),
+        "acme",
+    );
     let scopes = j["scopes"].as_array().unwrap();
     assert_eq!(scopes.len(), 1);
     assert_eq!(scopes[0]["name"], "resource");
-    assert_eq!(scopes[0]["tags"], serde_json::json!(["deployment.environment", "service.name"]));
+    assert_eq!(
+        scopes[0]["tags"],
+        serde_json::json!(["deployment.environment", "service.name"])
+    );
     let (_, j) = api.get_json("/api/v2/search/tags", "acme");
-    let scope_names: Vec<&str> = j["scopes"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let scope_names: Vec<&str> = j["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
     assert_eq!(scope_names, vec!["span", "resource", "intrinsic"]);
     let span_tags = &j["scopes"][0]["tags"];
-    assert!(span_tags.as_array().unwrap().contains(&Json::from("gen_ai.usage.input_tokens")));
+    assert!(
+        span_tags
+            .as_array()
+            .unwrap()
+            .contains(&Json::from("gen_ai.usage.input_tokens"))
+    );
     let (_, j) = api.get_json("/api/search/tags", "other");
-    assert!(!j["tagNames"].as_array().unwrap().contains(&Json::from("user.tier")), "tenant isolation");
+    assert!(
+        !j["tagNames"]
+            .as_array()
+            .unwrap()
+            .contains(&Json::from("user.tier")),
+        "tenant isolation"
+    );
 
     // Tag values.
     let (_, j) = api.get_json("/api/search/tag/service.name/values", "acme");
@@ -364,15 +483,30 @@ fn grafana_tempo_datasource_requests() {
         j["tagValues"],
         serde_json::json!([{"type": "string", "value": "chat-api"}, {"type": "string", "value": "llm-gw"}])
     );
-    let (_, j) = api.get_json("/api/v2/search/tag/span.gen_ai.usage.input_tokens/values", "acme");
-    assert_eq!(j["tagValues"], serde_json::json!([{"type": "int", "value": "120"}, {"type": "int", "value": "40"}]));
+    let (_, j) = api.get_json(
+        "/api/v2/search/tag/span.gen_ai.usage.input_tokens/values",
+        "acme",
+    );
+    assert_eq!(
+        j["tagValues"],
+        serde_json::json!([{"type": "int", "value": "120"}, {"type": "int", "value": "40"}])
+    );
     let (_, j) = api.get_json("/api/v2/search/tag/status/values", "acme");
-    assert_eq!(j["tagValues"], serde_json::json!([{"type": "keyword", "value": "error"}, {"type": "keyword", "value": "unset"}]));
+    assert_eq!(
+        j["tagValues"],
+        serde_json::json!([{"type": "keyword", "value": "error"}, {"type": "keyword", "value": "unset"}])
+    );
     let q = enc(r#"{ resource.service.name = "chat-api" }"#);
     let (_, j) = api.get_json(&format!("/api/v2/search/tag/name/values?q={q}"), "acme");
-    assert_eq!(j["tagValues"], serde_json::json!([{"type": "string", "value": "POST /chat"}, {"type": "string", "value": "chat claude"}]));
+    assert_eq!(
+        j["tagValues"],
+        serde_json::json!([{"type": "string", "value": "POST /chat"}, {"type": "string", "value": "chat claude"}])
+    );
     let (_, j) = api.get_json("/api/v2/search/tag/resource.service.name/values", "other");
-    assert_eq!(j["tagValues"], serde_json::json!([{"type": "string", "value": "llm-gw"}]));
+    assert_eq!(
+        j["tagValues"],
+        serde_json::json!([{"type": "string", "value": "llm-gw"}])
+    );
 
     // The native API over the same data.
     let (status, j) = api.get_json(&format!("/api/v1/traces/{}?explain=true", hex(&T1)), "acme");
@@ -389,7 +523,13 @@ fn grafana_tempo_datasource_requests() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["span_id"].as_str().unwrap(), s["start_unix_nano"].as_u64().unwrap(), s["end_unix_nano"].as_u64().unwrap()))
+        .map(|s| {
+            (
+                s["span_id"].as_str().unwrap(),
+                s["start_unix_nano"].as_u64().unwrap(),
+                s["end_unix_nano"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         path,
@@ -409,14 +549,39 @@ fn grafana_tempo_datasource_requests() {
     assert_eq!(j["data"]["total_traces"], 1);
     assert!(j["data"]["stats"]["memtable_rows"].as_u64().is_some());
     let body = serde_json::json!({"group": "spans", "attr": ["gen_ai.request.model=~gpt-.*|claude-.*"], "sort": "duration", "start": start, "end": end});
-    let r = http(api.server.http, "POST", "/api/v1/traces/search", &[("content-type", "application/json"), ("x-scope-orgid", "acme")], body.to_string().as_bytes()).unwrap();
+    let r = http(
+        api.server.http,
+        "POST",
+        "/api/v1/traces/search",
+        &[
+            ("content-type", "application/json"),
+            ("x-scope-orgid", "acme"),
+        ],
+        body.to_string().as_bytes(),
+    )
+    .unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
     let j: Json = serde_json::from_slice(&r.body).unwrap();
-    let names: Vec<&str> = j["data"]["spans"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = j["data"]["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, vec!["chat gpt-4o", "chat claude"], "longest first");
-    let (status, j) = api.get_json(&format!("/api/v1/traces/red?group_by=model&step=1m&start={start}&end={end}&min_input_tokens=1"), "acme");
+    let (status, j) = api.get_json(
+        &format!(
+            "/api/v1/traces/red?group_by=model&step=1m&start={start}&end={end}&min_input_tokens=1"
+        ),
+        "acme",
+    );
     assert_eq!(status, 200, "{j}");
-    let groups: Vec<&str> = j["data"]["series"].as_array().unwrap().iter().map(|s| s["group"].as_str().unwrap()).collect();
+    let groups: Vec<&str> = j["data"]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["group"].as_str().unwrap())
+        .collect();
     assert_eq!(groups, vec!["claude-3", "gpt-4o"]);
     assert_eq!(j["data"]["series"][1]["total"]["errors"], 1);
     assert_eq!(j["data"]["series"][1]["total"]["p50_ms"], 2500.0);
@@ -424,7 +589,10 @@ fn grafana_tempo_datasource_requests() {
     for path in [
         "/api/v1/traces/search?limit=0".to_owned(),
         "/api/v1/traces/search?bogus=1".to_owned(),
-        format!("/api/v1/traces/search?q={}", enc("{ .a = 1 } | count() > 1")),
+        format!(
+            "/api/v1/traces/search?q={}",
+            enc("{ .a = 1 } | count() > 1")
+        ),
         "/api/v1/traces/search?attr=%3D~(".to_owned(),
         "/api/v1/traces/red".to_owned(),
         "/api/v1/traces/zz".to_owned(),
@@ -447,11 +615,17 @@ fn auth_is_required_when_tokens_are_configured() {
     let api = Api::start(&["--auth-tokens-file", tokens.to_str().unwrap()]);
     let r = api.get("/api/search?q=%7B%7D", &[]);
     assert_eq!(r.status, 401);
-    let r = api.get("/api/v1/traces/search", &[("authorization", "Bearer wrong")]);
+    let r = api.get(
+        "/api/v1/traces/search",
+        &[("authorization", "Bearer wrong")],
+    );
     assert_eq!(r.status, 401);
     let j: Json = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(j["status"], "error");
-    let r = api.get("/api/search?q=%7B%7D", &[("authorization", "Bearer secret-a")]);
+    let r = api.get(
+        "/api/search?q=%7B%7D",
+        &[("authorization", "Bearer secret-a")],
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     api.server.stop();
 }

@@ -336,7 +336,10 @@ mod tests {
             .collect();
         let path = critical_path(&spans);
         assert_eq!(path.len(), 2 * n as usize - 1);
-        let total: i64 = path.iter().map(|s| s.end_unix_nano - s.start_unix_nano).sum();
+        let total: i64 = path
+            .iter()
+            .map(|s| s.end_unix_nano - s.start_unix_nano)
+            .sum();
         assert_eq!(total, 2 * n as i64);
     }
 

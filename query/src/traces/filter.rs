@@ -84,7 +84,10 @@ pub const NUMERIC_COLUMNS: &[(&str, &str)] = &[
     ("gen_ai.request.temperature", col::GEN_AI_TEMPERATURE),
     ("sightline.entropy.mean", col::ENTROPY_MEAN),
     ("sightline.entropy.max", col::ENTROPY_MAX),
-    ("sightline.low_confidence_tokens", col::LOW_CONFIDENCE_TOKENS),
+    (
+        "sightline.low_confidence_tokens",
+        col::LOW_CONFIDENCE_TOKENS,
+    ),
     ("sightline.hallucination_index", col::HALLUCINATION_INDEX),
 ];
 
@@ -114,7 +117,8 @@ pub enum Cond {
 impl Cond {
     /// `key op value` as a string condition.
     pub fn string(scope: Scope, key: &str, op: MatchOp, value: &str) -> Result<Self> {
-        let matcher = Matcher::new(key, op, value).map_err(|e| QueryError::BadRequest(e.to_string()))?;
+        let matcher =
+            Matcher::new(key, op, value).map_err(|e| QueryError::BadRequest(e.to_string()))?;
         Ok(Cond::Str { scope, matcher })
     }
 
@@ -159,7 +163,10 @@ fn string_source(scope: Scope, key: &str) -> Source {
 }
 
 fn numeric_source(scope: Scope, key: &str) -> Source {
-    let promoted = NUMERIC_COLUMNS.iter().find(|(k, _)| *k == key).map(|(_, c)| *c);
+    let promoted = NUMERIC_COLUMNS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, c)| *c);
     match (scope, promoted) {
         (Scope::Any | Scope::Span, Some(c)) => Source::Column(c),
         (Scope::Any, None) => Source::AnyAttr,
@@ -244,14 +251,20 @@ impl Cond {
 }
 
 fn missing(name: &str) -> QueryError {
-    QueryError::Execution(format!("span column {name} missing or of an unexpected type"))
+    QueryError::Execution(format!(
+        "span column {name} missing or of an unexpected type"
+    ))
 }
 
 fn eval_str_column(batch: &RecordBatch, column: &str, m: &Matcher) -> Result<BooleanArray> {
-    let array = batch.column_by_name(column).ok_or_else(|| missing(column))?;
+    let array = batch
+        .column_by_name(column)
+        .ok_or_else(|| missing(column))?;
     let any = array.as_any();
     if column == col::STATUS_CODE {
-        let a = any.downcast_ref::<UInt8Array>().ok_or_else(|| missing(column))?;
+        let a = any
+            .downcast_ref::<UInt8Array>()
+            .ok_or_else(|| missing(column))?;
         return Ok(a
             .values()
             .iter()
@@ -259,8 +272,14 @@ fn eval_str_column(batch: &RecordBatch, column: &str, m: &Matcher) -> Result<Boo
             .collect());
     }
     if column == col::SPAN_KIND {
-        let a = any.downcast_ref::<UInt8Array>().ok_or_else(|| missing(column))?;
-        return Ok(a.values().iter().map(|c| Some(m.matches(span_kind_name(*c)))).collect());
+        let a = any
+            .downcast_ref::<UInt8Array>()
+            .ok_or_else(|| missing(column))?;
+        return Ok(a
+            .values()
+            .iter()
+            .map(|c| Some(m.matches(span_kind_name(*c))))
+            .collect());
     }
     if let Some(a) = any.downcast_ref::<StringArray>() {
         return Ok((0..a.len())
@@ -282,7 +301,9 @@ fn eval_str_column(batch: &RecordBatch, column: &str, m: &Matcher) -> Result<Boo
 }
 
 fn eval_num_column(batch: &RecordBatch, column: &str, op: CmpOp, v: f64) -> Result<BooleanArray> {
-    let array = batch.column_by_name(column).ok_or_else(|| missing(column))?;
+    let array = batch
+        .column_by_name(column)
+        .ok_or_else(|| missing(column))?;
     let any = array.as_any();
     if let Some(a) = any.downcast_ref::<Int64Array>() {
         return Ok((0..a.len())
@@ -377,8 +398,10 @@ impl<'a> AttrList<'a> {
             Some(AttrKind::Double) => AttrValue::Double(self.double.value(e)),
             Some(AttrKind::Bytes) => AttrValue::Bytes(self.bytes.value(e).to_vec()),
             Some(AttrKind::Array | AttrKind::KvList) => {
-                let json: serde_json::Value = serde_json::from_str(self.str_.value(e))
-                    .map_err(|err| QueryError::Execution(format!("stored attribute JSON: {err}")))?;
+                let json: serde_json::Value =
+                    serde_json::from_str(self.str_.value(e)).map_err(|err| {
+                        QueryError::Execution(format!("stored attribute JSON: {err}"))
+                    })?;
                 AttrValue::from_typed_json(&json)
                     .ok_or_else(|| QueryError::Execution("stored attribute JSON shape".into()))?
             }

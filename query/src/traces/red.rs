@@ -125,7 +125,11 @@ fn point(start: i64, secs: f64, durations: &mut [i64], errors: u64) -> RedPoint 
         count,
         errors,
         rate: if secs > 0.0 { count as f64 / secs } else { 0.0 },
-        error_ratio: if count > 0 { errors as f64 / count as f64 } else { 0.0 },
+        error_ratio: if count > 0 {
+            errors as f64 / count as f64
+        } else {
+            0.0
+        },
         p50_ms: quantile(&ms, 0.5),
         p90_ms: quantile(&ms, 0.9),
         p99_ms: quantile(&ms, 0.99),
@@ -135,7 +139,9 @@ fn point(start: i64, secs: f64, durations: &mut [i64], errors: u64) -> RedPoint 
 /// Runs a RED query.
 pub fn red(store: &Store, tenant: &TenantId, q: &RedQuery) -> Result<RedResult> {
     if q.time.start.0 == i64::MIN || q.time.end.0 == i64::MAX {
-        return Err(QueryError::BadRequest("RED queries need a bounded time range".into()));
+        return Err(QueryError::BadRequest(
+            "RED queries need a bounded time range".into(),
+        ));
     }
     if q.step_nanos <= 0 {
         return Err(QueryError::BadRequest("step must be positive".into()));
@@ -159,7 +165,11 @@ pub fn red(store: &Store, tenant: &TenantId, q: &RedQuery) -> Result<RedResult> 
             if !keep {
                 continue;
             }
-            let key = if arrow_array::Array::is_null(g, i) { "" } else { g.value(i) };
+            let key = if arrow_array::Array::is_null(g, i) {
+                ""
+            } else {
+                g.value(i)
+            };
             let bucket = (start.value(i) - q.time.start.0) / q.step_nanos;
             let e = acc
                 .entry(key.to_owned())
@@ -182,7 +192,12 @@ pub fn red(store: &Store, tenant: &TenantId, q: &RedQuery) -> Result<RedResult> 
             for (k, (mut d, e)) in buckets {
                 all.extend_from_slice(&d);
                 all_errors += e;
-                points.push(point(q.time.start.0 + k * q.step_nanos, step_secs, &mut d, e));
+                points.push(point(
+                    q.time.start.0 + k * q.step_nanos,
+                    step_secs,
+                    &mut d,
+                    e,
+                ));
             }
             RedSeries {
                 group,

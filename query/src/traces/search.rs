@@ -11,7 +11,9 @@
 
 use std::collections::HashMap;
 
-use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array};
+use arrow_array::{
+    Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array,
+};
 use serde::Serialize;
 use sightline_storage::schema::col;
 use sightline_storage::{
@@ -302,9 +304,15 @@ fn check(q: &SpanQuery) -> Result<()> {
 }
 
 /// All spans matching the conditions, unordered.
-pub fn matching_spans(store: &Store, tenant: &TenantId, q: &SpanQuery) -> Result<(Vec<SpanHit>, ScanStats)> {
+pub fn matching_spans(
+    store: &Store,
+    tenant: &TenantId,
+    q: &SpanQuery,
+) -> Result<(Vec<SpanHit>, ScanStats)> {
     let mut out = Vec::new();
-    let stats = scan_matching(store, tenant, q.time, &q.conds, HIT_COLUMNS, |b, m| hits(b, m, &mut out))?;
+    let stats = scan_matching(store, tenant, q.time, &q.conds, HIT_COLUMNS, |b, m| {
+        hits(b, m, &mut out)
+    })?;
     Ok((out, stats))
 }
 
@@ -343,7 +351,11 @@ pub fn rank_traces(spans: Vec<SpanHit>, sort: SortBy) -> Vec<(TraceId, Vec<SpanH
     let mut ranked: Vec<(i64, TraceId, Vec<SpanHit>)> = by_trace
         .into_iter()
         .map(|(t, mut v)| {
-            v.sort_by(|a, b| a.start_unix_nano.cmp(&b.start_unix_nano).then(a.span_id.cmp(&b.span_id)));
+            v.sort_by(|a, b| {
+                a.start_unix_nano
+                    .cmp(&b.start_unix_nano)
+                    .then(a.span_id.cmp(&b.span_id))
+            });
             let min_start = v.iter().map(|s| s.start_unix_nano).min().unwrap_or(0);
             let max_end = v.iter().map(SpanHit::end_unix_nano).max().unwrap_or(0);
             let key = match sort {
@@ -377,10 +389,11 @@ pub struct TraceSummary {
 pub fn summarize(spans: &[SpanHit]) -> TraceSummary {
     let ids: std::collections::HashSet<SpanId> = spans.iter().map(|s| s.span_id).collect();
     let pick = |pred: &dyn Fn(&SpanHit) -> bool| {
-        spans
-            .iter()
-            .filter(|s| pred(s))
-            .min_by(|a, b| a.start_unix_nano.cmp(&b.start_unix_nano).then(a.span_id.cmp(&b.span_id)))
+        spans.iter().filter(|s| pred(s)).min_by(|a, b| {
+            a.start_unix_nano
+                .cmp(&b.start_unix_nano)
+                .then(a.span_id.cmp(&b.span_id))
+        })
     };
     let root = pick(&|s| s.parent_span_id.is_none())
         .or_else(|| pick(&|s| s.parent_span_id.is_some_and(|p| !ids.contains(&p))));
@@ -396,7 +409,11 @@ pub fn summarize(spans: &[SpanHit]) -> TraceSummary {
 }
 
 /// Reads the hit columns of every span of one trace.
-pub fn trace_spans(store: &Store, tenant: &TenantId, trace: TraceId) -> Result<(Vec<SpanHit>, ScanStats)> {
+pub fn trace_spans(
+    store: &Store,
+    tenant: &TenantId,
+    trace: TraceId,
+) -> Result<(Vec<SpanHit>, ScanStats)> {
     let req = ScanRequest::new(tenant.clone(), Signal::Spans, TimeRange::ALL)
         .with(sightline_storage::Predicate::TraceId(trace))
         .project(HIT_COLUMNS);

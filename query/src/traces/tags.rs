@@ -58,18 +58,28 @@ pub fn tag_names(store: &Store, tenant: &TenantId, time: TimeRange) -> Result<Ta
     resource.insert("service.name".to_owned());
     let promoted: Vec<(&str, &str)> = string_columns()
         .into_iter()
-        .chain(NUMERIC_COLUMNS.iter().copied().filter(|(k, _)| *k != "duration"))
+        .chain(
+            NUMERIC_COLUMNS
+                .iter()
+                .copied()
+                .filter(|(k, _)| *k != "duration"),
+        )
         .collect();
     let mut cols: Vec<&str> = vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES];
     cols.extend(promoted.iter().map(|(_, c)| *c));
     let mut truncated = false;
     let stats = scan_matching(store, tenant, time, &[], &cols, |b, _| {
         for (key, c) in &promoted {
-            if b.column_by_name(c).is_some_and(|a| a.null_count() < a.len()) {
+            if b.column_by_name(c)
+                .is_some_and(|a| a.null_count() < a.len())
+            {
                 span.insert((*key).to_owned());
             }
         }
-        for (name, set) in [(col::ATTRIBUTES, &mut span), (col::RESOURCE_ATTRIBUTES, &mut resource)] {
+        for (name, set) in [
+            (col::ATTRIBUTES, &mut span),
+            (col::RESOURCE_ATTRIBUTES, &mut resource),
+        ] {
             let list = AttrList::of(b, name)?;
             for row in 0..b.num_rows() {
                 for (k, _) in list.row(row)? {
@@ -126,7 +136,8 @@ pub fn tag_values(
             out.insert(v);
         }
     };
-    let intrinsic = scope == Scope::Any && matches!(key, "name" | "status" | "kind" | "statusMessage");
+    let intrinsic =
+        scope == Scope::Any && matches!(key, "name" | "status" | "kind" | "statusMessage");
     let promoted_str = match scope {
         Scope::Resource if key == "service.name" => Some(col::SERVICE_NAME),
         Scope::Resource => None,
@@ -155,9 +166,9 @@ pub fn tag_values(
     };
     scan_matching(store, tenant, time, conds, &cols, |b, mask| {
         if let Some(c) = column {
-            let a = b.column_by_name(c).ok_or_else(|| {
-                crate::QueryError::Execution(format!("column {c} missing"))
-            })?;
+            let a = b
+                .column_by_name(c)
+                .ok_or_else(|| crate::QueryError::Execution(format!("column {c} missing")))?;
             let any = a.as_any();
             for (i, keep) in mask.iter().enumerate() {
                 if !keep || a.is_null(i) {
@@ -166,7 +177,9 @@ pub fn tag_values(
                 let v = if c == col::STATUS_CODE {
                     any.downcast_ref::<UInt8Array>().map(|x| TypedValue {
                         kind: "keyword",
-                        value: StatusCode::from_code(i32::from(x.value(i))).as_str().to_owned(),
+                        value: StatusCode::from_code(i32::from(x.value(i)))
+                            .as_str()
+                            .to_owned(),
                     })
                 } else if c == col::SPAN_KIND {
                     any.downcast_ref::<UInt8Array>().map(|x| TypedValue {

@@ -61,7 +61,11 @@ impl TraceView {
 }
 
 /// Reads one trace of `tenant`; `None` when no span of it is stored.
-pub fn trace_by_id(store: &Store, tenant: &TenantId, trace_id: TraceId) -> Result<Option<TraceView>> {
+pub fn trace_by_id(
+    store: &Store,
+    tenant: &TenantId,
+    trace_id: TraceId,
+) -> Result<Option<TraceView>> {
     let req = ScanRequest::new(tenant.clone(), Signal::Spans, TimeRange::ALL)
         .with(Predicate::TraceId(trace_id));
     let res = store.scan(&req)?;

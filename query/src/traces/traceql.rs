@@ -135,10 +135,13 @@ fn lex(src: &str) -> Result<Vec<Tok>> {
                 }
                 out.push(Tok::Str(s));
             }
-            c if c.is_ascii_digit() || (c == '-' && at(i + 1).is_some_and(|d| d.is_ascii_digit())) => {
+            c if c.is_ascii_digit()
+                || (c == '-' && at(i + 1).is_some_and(|d| d.is_ascii_digit())) =>
+            {
                 let start = i;
                 i += 1;
-                while at(i).is_some_and(|d| d.is_ascii_digit() || d == '.' || d == 'e' || d == 'E') {
+                while at(i).is_some_and(|d| d.is_ascii_digit() || d == '.' || d == 'e' || d == 'E')
+                {
                     i += 1;
                 }
                 let num: String = chars[start..i].iter().collect();
@@ -191,14 +194,29 @@ fn lex(src: &str) -> Result<Vec<Tok>> {
 }
 
 const AGGREGATES: &[&str] = &[
-    "count", "avg", "min", "max", "sum", "select", "by", "coalesce", "rate", "quantile_over_time",
-    "count_over_time", "histogram_over_time", "compare", "topk", "bottomk",
+    "count",
+    "avg",
+    "min",
+    "max",
+    "sum",
+    "select",
+    "by",
+    "coalesce",
+    "rate",
+    "quantile_over_time",
+    "count_over_time",
+    "histogram_over_time",
+    "compare",
+    "topk",
+    "bottomk",
 ];
 
 /// Parses a query into the conditions of its single spanset.
 pub fn parse(src: &str) -> Result<Vec<Cond>> {
     if src.len() > MAX_QUERY_LEN {
-        return Err(parse_err(format!("query longer than {MAX_QUERY_LEN} bytes")));
+        return Err(parse_err(format!(
+            "query longer than {MAX_QUERY_LEN} bytes"
+        )));
     }
     let toks = lex(src)?;
     let mut p = Parser { toks, pos: 0 };
@@ -219,7 +237,9 @@ pub fn parse(src: &str) -> Result<Vec<Cond>> {
                 Some(Tok::AndAnd) => continue,
                 Some(Tok::RBrace) => break,
                 Some(Tok::OrOr) => {
-                    return Err(unsupported("`||` inside a spanset (only `&&` of conditions)"));
+                    return Err(unsupported(
+                        "`||` inside a spanset (only `&&` of conditions)",
+                    ));
                 }
                 Some(t) => return Err(parse_err(format!("expected `&&` or `}}`, found {t:?}"))),
                 None => return Err(parse_err("missing `}`")),
@@ -235,9 +255,9 @@ pub fn parse(src: &str) -> Result<Vec<Cond>> {
             Err(unsupported(format!("structural operator `{op}`")))
         }
         Some(Tok::Not) => Err(unsupported("structural operators (`!>>`, `!~`, ...)")),
-        Some(Tok::AndAnd | Tok::OrOr) => {
-            Err(unsupported("spanset operators (`&&`, `||` between `{...}`)"))
-        }
+        Some(Tok::AndAnd | Tok::OrOr) => Err(unsupported(
+            "spanset operators (`&&`, `||` between `{...}`)",
+        )),
         Some(t) => Err(parse_err(format!("unexpected {t:?} after `}}`"))),
     }
 }
@@ -297,7 +317,16 @@ impl Parser {
         if let Some(rest) = name.strip_prefix('.') {
             return scoped(rest, Scope::Any);
         }
-        for scope in ["event.", "link.", "instrumentation.", "event:", "link:", "instrumentation:", "trace:", "resource:"] {
+        for scope in [
+            "event.",
+            "link.",
+            "instrumentation.",
+            "event:",
+            "link:",
+            "instrumentation:",
+            "trace:",
+            "resource:",
+        ] {
             if name.starts_with(scope) {
                 return Err(unsupported(format!("scope `{scope}` ({name})")));
             }
@@ -335,14 +364,27 @@ impl Parser {
         }
         match field {
             Field::Status | Field::Kind => {
-                let key = if matches!(field, Field::Status) { "status" } else { "kind" };
+                let key = if matches!(field, Field::Status) {
+                    "status"
+                } else {
+                    "kind"
+                };
                 let Tok::Ident(v) = value else {
-                    return Err(parse_err(format!("{key} compares with a keyword, e.g. {key} = error")));
+                    return Err(parse_err(format!(
+                        "{key} compares with a keyword, e.g. {key} = error"
+                    )));
                 };
                 let valid: &[&str] = if key == "status" {
                     &["error", "ok", "unset"]
                 } else {
-                    &["unspecified", "internal", "server", "client", "producer", "consumer"]
+                    &[
+                        "unspecified",
+                        "internal",
+                        "server",
+                        "client",
+                        "producer",
+                        "consumer",
+                    ]
                 };
                 if !valid.contains(&v.as_str()) {
                     return Err(parse_err(format!("unknown {key} {v:?}")));
@@ -352,13 +394,24 @@ impl Parser {
             Field::Duration => {
                 let nanos = match value {
                     Tok::Duration(d) => d,
-                    t => return Err(parse_err(format!("duration compares with a duration like 2s, found {t:?}"))),
+                    t => {
+                        return Err(parse_err(format!(
+                            "duration compares with a duration like 2s, found {t:?}"
+                        )));
+                    }
                 };
-                Ok(Cond::number(Scope::Any, DURATION_KEY, num_op(op)?, nanos.round()))
+                Ok(Cond::number(
+                    Scope::Any,
+                    DURATION_KEY,
+                    num_op(op)?,
+                    nanos.round(),
+                ))
             }
             Field::Name => match value {
                 Tok::Str(s) => Cond::string(Scope::Any, "name", str_op(op)?, &s),
-                t => Err(parse_err(format!("name compares with a string, found {t:?}"))),
+                t => Err(parse_err(format!(
+                    "name compares with a string, found {t:?}"
+                ))),
             },
             Field::Attr(scope, key) => match value {
                 Tok::Str(s) => Cond::string(scope, &key, str_op(op)?, &s),
@@ -401,7 +454,11 @@ fn num_op(op: &str) -> Result<CmpOp> {
 /// `µs`, `ms`, `s`, `m`, `h`) into nanoseconds.
 pub fn parse_duration(src: &str) -> Result<i64> {
     let s = src.trim();
-    let bad = || QueryError::BadRequest(format!("bad duration {src:?} (use e.g. 250ms, 1.5s, 1m30s)"));
+    let bad = || {
+        QueryError::BadRequest(format!(
+            "bad duration {src:?} (use e.g. 250ms, 1.5s, 1m30s)"
+        ))
+    };
     if s.is_empty() {
         return Err(bad());
     }
@@ -448,7 +505,9 @@ pub fn parse_tags(src: &str) -> Result<Vec<Cond>> {
         }
         let key: String = chars[ks..i].iter().collect();
         if i >= chars.len() || chars[i] != '=' || key.is_empty() {
-            return Err(parse_err(format!("tags: expected key=value, found {key:?}")));
+            return Err(parse_err(format!(
+                "tags: expected key=value, found {key:?}"
+            )));
         }
         i += 1;
         let mut value = String::new();
@@ -491,9 +550,17 @@ mod tests {
     fn describe(c: &Cond) -> String {
         match c {
             Cond::Str { scope, matcher } => {
-                format!("{scope:?} {} {:?} {}", matcher.key, matcher.op, matcher.value)
+                format!(
+                    "{scope:?} {} {:?} {}",
+                    matcher.key, matcher.op, matcher.value
+                )
             }
-            Cond::Num { scope, key, op, value } => format!("{scope:?} {key} {op:?} {value}"),
+            Cond::Num {
+                scope,
+                key,
+                op,
+                value,
+            } => format!("{scope:?} {key} {op:?} {value}"),
         }
     }
 
@@ -536,7 +603,13 @@ mod tests {
             let e = parse(q).expect_err(q).to_string();
             assert!(e.contains(needle), "{q}: {e}");
         }
-        for q in ["{ .a = }", "{ .a = \"x\" ", "{ duration > 2 }", "{ status = bad }", "{ .a = 1x }"] {
+        for q in [
+            "{ .a = }",
+            "{ .a = \"x\" ",
+            "{ duration > 2 }",
+            "{ status = bad }",
+            "{ .a = 1x }",
+        ] {
             assert!(matches!(parse(q), Err(QueryError::Parse(_))), "{q}");
         }
     }
@@ -556,7 +629,14 @@ mod tests {
     fn parses_logfmt_tags() {
         let c = parse_tags(r#"service.name=api msg="two words" code=500"#).expect("ok");
         let got: Vec<String> = c.iter().map(describe).collect();
-        assert_eq!(got, vec!["Any service.name Eq api", "Any msg Eq two words", "Any code Eq 500"]);
+        assert_eq!(
+            got,
+            vec![
+                "Any service.name Eq api",
+                "Any msg Eq two words",
+                "Any code Eq 500"
+            ]
+        );
         assert!(parse_tags("novalue").is_err());
         assert!(parse_tags("k=\"open").is_err());
     }

@@ -55,7 +55,12 @@ struct TempoError(StatusCode, String);
 
 impl IntoResponse for TempoError {
     fn into_response(self) -> Response {
-        (self.0, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], self.1).into_response()
+        (
+            self.0,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            self.1,
+        )
+            .into_response()
     }
 }
 
@@ -104,14 +109,23 @@ fn wants_protobuf(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.contains("application/protobuf") || v.contains("application/x-protobuf"))
 }
 
-async fn load(st: &AppState, headers: &HeaderMap, id: &str) -> Result<Vec<opentelemetry_proto::tonic::trace::v1::ResourceSpans>, TempoError> {
+async fn load(
+    st: &AppState,
+    headers: &HeaderMap,
+    id: &str,
+) -> Result<Vec<opentelemetry_proto::tonic::trace::v1::ResourceSpans>, TempoError> {
     let tenant = tenant(st, headers)?;
     let trace_id = parse_trace_id(id)?;
     let store = st.store().clone();
-    blocking(move || match trace_by_id(&store, &tenant, trace_id).map_err(from_query)? {
-        Some(v) => Ok(resource_spans(&v.spans)),
-        None => Err(TempoError(StatusCode::NOT_FOUND, format!("trace {trace_id} not found"))),
-    })
+    blocking(
+        move || match trace_by_id(&store, &tenant, trace_id).map_err(from_query)? {
+            Some(v) => Ok(resource_spans(&v.spans)),
+            None => Err(TempoError(
+                StatusCode::NOT_FOUND,
+                format!("trace {trace_id} not found"),
+            )),
+        },
+    )
     .await
 }
 
@@ -119,7 +133,11 @@ fn protobuf(bytes: Vec<u8>) -> Response {
     ([(header::CONTENT_TYPE, "application/protobuf")], bytes).into_response()
 }
 
-async fn trace_v1(State(st): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn trace_v1(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     match load(&st, &headers, &id).await {
         Ok(batches) if wants_protobuf(&headers) => protobuf(Trace { batches }.encode_to_vec()),
         Ok(batches) => axum::Json(proto::trace_json(&batches)).into_response(),
@@ -127,7 +145,11 @@ async fn trace_v1(State(st): State<AppState>, headers: HeaderMap, Path(id): Path
     }
 }
 
-async fn trace_v2(State(st): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn trace_v2(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     match load(&st, &headers, &id).await {
         Ok(batches) if wants_protobuf(&headers) => protobuf(
             TraceByIdResponse {
@@ -136,7 +158,9 @@ async fn trace_v2(State(st): State<AppState>, headers: HeaderMap, Path(id): Path
             }
             .encode_to_vec(),
         ),
-        Ok(batches) => axum::Json(json!({"trace": proto::trace_json(&batches), "metrics": {}})).into_response(),
+        Ok(batches) => {
+            axum::Json(json!({"trace": proto::trace_json(&batches), "metrics": {}})).into_response()
+        }
         Err(e) => e.into_response(),
     }
 }
@@ -148,7 +172,9 @@ fn time_range(pairs: &[(String, String)]) -> Result<TimeRange, TempoError> {
         match k.as_str() {
             "start" if v != "0" => start = unix_seconds(k, v)?,
             // Tempo's end is inclusive at second resolution.
-            "end" if v != "0" => end = UnixNanos(unix_seconds(k, v)?.0.saturating_add(1_000_000_000)),
+            "end" if v != "0" => {
+                end = UnixNanos(unix_seconds(k, v)?.0.saturating_add(1_000_000_000))
+            }
             _ => {}
         }
     }
@@ -171,7 +197,10 @@ fn span_json(h: &SpanHit) -> Value {
             attrs.push(kv(k, json!({"stringValue": v})));
         }
     }
-    for (k, v) in [("gen_ai.usage.input_tokens", h.input_tokens), ("gen_ai.usage.output_tokens", h.output_tokens)] {
+    for (k, v) in [
+        ("gen_ai.usage.input_tokens", h.input_tokens),
+        ("gen_ai.usage.output_tokens", h.output_tokens),
+    ] {
         if let Some(v) = v {
             attrs.push(kv(k, json!({"intValue": v.to_string()})));
         }
@@ -188,7 +217,11 @@ fn span_json(h: &SpanHit) -> Value {
     })
 }
 
-async fn search(State(st): State<AppState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+async fn search(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
     let res: Result<Response, TempoError> = async {
         let tenant = tenant(&st, &headers)?;
         let pairs = query_pairs(raw.as_deref());
@@ -253,23 +286,45 @@ async fn search(State(st): State<AppState>, headers: HeaderMap, RawQuery(raw): R
     res.unwrap_or_else(IntoResponse::into_response)
 }
 
-async fn tags_v1(State(st): State<AppState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    tags(st, headers, raw, false).await.unwrap_or_else(IntoResponse::into_response)
+async fn tags_v1(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    tags(st, headers, raw, false)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
-async fn tags_v2(State(st): State<AppState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    tags(st, headers, raw, true).await.unwrap_or_else(IntoResponse::into_response)
+async fn tags_v2(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    tags(st, headers, raw, true)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
-async fn tags(st: AppState, headers: HeaderMap, raw: Option<String>, v2: bool) -> Result<Response, TempoError> {
+async fn tags(
+    st: AppState,
+    headers: HeaderMap,
+    raw: Option<String>,
+    v2: bool,
+) -> Result<Response, TempoError> {
     let tenant = tenant(&st, &headers)?;
     let pairs = query_pairs(raw.as_deref());
     let time = time_range(&pairs)?;
-    let scope = pairs.iter().find(|(k, _)| k == "scope").map(|(_, v)| v.clone());
+    let scope = pairs
+        .iter()
+        .find(|(k, _)| k == "scope")
+        .map(|(_, v)| v.clone());
     if let Some(s) = &scope
         && !matches!(s.as_str(), "" | "all" | "span" | "resource" | "intrinsic")
     {
-        return Err(bad(format!("scope: expected span, resource, intrinsic or all, got {s:?}")));
+        return Err(bad(format!(
+            "scope: expected span, resource, intrinsic or all, got {s:?}"
+        )));
     }
     let store = st.store().clone();
     blocking(move || {
@@ -280,9 +335,17 @@ async fn tags(st: AppState, headers: HeaderMap, raw: Option<String>, v2: bool) -
             all.dedup();
             return Ok(axum::Json(json!({"tagNames": all})).into_response());
         }
-        let want = |name: &str| scope.as_deref().is_none_or(|s| s.is_empty() || s == "all" || s == name);
+        let want = |name: &str| {
+            scope
+                .as_deref()
+                .is_none_or(|s| s.is_empty() || s == "all" || s == name)
+        };
         let mut scopes = Vec::new();
-        for (name, list) in [("span", &t.span), ("resource", &t.resource), ("intrinsic", &t.intrinsic)] {
+        for (name, list) in [
+            ("span", &t.span),
+            ("resource", &t.resource),
+            ("intrinsic", &t.intrinsic),
+        ] {
             if want(name) {
                 scopes.push(json!({"name": name, "tags": list}));
             }
@@ -311,7 +374,9 @@ async fn tag_values_v1(
     Path(tag): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Response {
-    values(st, headers, tag, raw, false).await.unwrap_or_else(IntoResponse::into_response)
+    values(st, headers, tag, raw, false)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn tag_values_v2(
@@ -320,10 +385,18 @@ async fn tag_values_v2(
     Path(tag): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Response {
-    values(st, headers, tag, raw, true).await.unwrap_or_else(IntoResponse::into_response)
+    values(st, headers, tag, raw, true)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
-async fn values(st: AppState, headers: HeaderMap, tag: String, raw: Option<String>, v2: bool) -> Result<Response, TempoError> {
+async fn values(
+    st: AppState,
+    headers: HeaderMap,
+    tag: String,
+    raw: Option<String>,
+    v2: bool,
+) -> Result<Response, TempoError> {
     let tenant = tenant(&st, &headers)?;
     let pairs = query_pairs(raw.as_deref());
     let time = time_range(&pairs)?;
@@ -331,11 +404,16 @@ async fn values(st: AppState, headers: HeaderMap, tag: String, raw: Option<Strin
     if let Some((_, q)) = pairs.iter().find(|(k, _)| k == "q") {
         conds = parse(q).map_err(|e| bad(format!("invalid TraceQL query: {e}")))?;
     }
-    let (scope, key) = if v2 { split_tag(&tag) } else { (Scope::Any, tag.as_str()) };
+    let (scope, key) = if v2 {
+        split_tag(&tag)
+    } else {
+        (Scope::Any, tag.as_str())
+    };
     let key = key.to_owned();
     let store = st.store().clone();
     blocking(move || {
-        let (vals, _) = tag_values(&store, &tenant, time, scope, &key, &conds).map_err(from_query)?;
+        let (vals, _) =
+            tag_values(&store, &tenant, time, scope, &key, &conds).map_err(from_query)?;
         Ok(if v2 {
             axum::Json(json!({"tagValues": vals})).into_response()
         } else {

@@ -43,7 +43,11 @@ pub(crate) struct ApiError(pub StatusCode, pub String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.0, axum::Json(json!({"status": "error", "error": self.1}))).into_response()
+        (
+            self.0,
+            axum::Json(json!({"status": "error", "error": self.1})),
+        )
+            .into_response()
     }
 }
 
@@ -60,8 +64,12 @@ pub(crate) fn query_error(e: QueryError) -> ApiError {
     }
 }
 
-pub(crate) fn tenant(st: &AppState, headers: &HeaderMap) -> Result<sightline_storage::TenantId, ApiError> {
-    super::request_tenant(st, headers).map_err(|e| ApiError(StatusCode::UNAUTHORIZED, e.to_string()))
+pub(crate) fn tenant(
+    st: &AppState,
+    headers: &HeaderMap,
+) -> Result<sightline_storage::TenantId, ApiError> {
+    super::request_tenant(st, headers)
+        .map_err(|e| ApiError(StatusCode::UNAUTHORIZED, e.to_string()))
 }
 
 /// Query-string pairs.
@@ -118,7 +126,12 @@ pub(crate) fn unix_seconds(key: &str, v: &str) -> Result<UnixNanos, ApiError> {
 
 /// `key op value` of an `attr` parameter (`k=v`, `k!=v`, `k=~re`, `k!~re`).
 fn attr_cond(scope: Scope, spec: &str) -> Result<Cond, ApiError> {
-    let ops = [("!=", MatchOp::NotEq), ("=~", MatchOp::Regex), ("!~", MatchOp::NotRegex), ("=", MatchOp::Eq)];
+    let ops = [
+        ("!=", MatchOp::NotEq),
+        ("=~", MatchOp::Regex),
+        ("!~", MatchOp::NotRegex),
+        ("=", MatchOp::Eq),
+    ];
     let mut best: Option<(usize, &str, MatchOp)> = None;
     for (tok, op) in ops {
         if let Some(i) = spec.find(tok)
@@ -128,7 +141,9 @@ fn attr_cond(scope: Scope, spec: &str) -> Result<Cond, ApiError> {
         }
     }
     let Some((i, tok, op)) = best else {
-        return Err(bad(format!("attribute filter {spec:?}: expected key=value, key!=value, key=~regex or key!~regex")));
+        return Err(bad(format!(
+            "attribute filter {spec:?}: expected key=value, key!=value, key=~regex or key!~regex"
+        )));
     };
     let key = &spec[..i];
     if key.is_empty() {
@@ -156,20 +171,45 @@ fn duration_param(key: &str, v: &str) -> Result<f64, ApiError> {
     if let Ok(n) = v.trim().parse::<i64>() {
         return Ok(n as f64);
     }
-    parse_duration(v).map(|n| n as f64).map_err(|e| bad(format!("{key}: {e}")))
+    parse_duration(v)
+        .map(|n| n as f64)
+        .map_err(|e| bad(format!("{key}: {e}")))
 }
 
 /// Numeric range parameters: `(min key, max key, attribute key)`.
 const RANGES: &[(&str, &str, &str)] = &[
-    ("min_input_tokens", "max_input_tokens", "gen_ai.usage.input_tokens"),
-    ("min_output_tokens", "max_output_tokens", "gen_ai.usage.output_tokens"),
-    ("min_entropy_mean", "max_entropy_mean", "sightline.entropy.mean"),
-    ("min_entropy_max", "max_entropy_max", "sightline.entropy.max"),
-    ("min_hallucination", "max_hallucination", "sightline.hallucination_index"),
+    (
+        "min_input_tokens",
+        "max_input_tokens",
+        "gen_ai.usage.input_tokens",
+    ),
+    (
+        "min_output_tokens",
+        "max_output_tokens",
+        "gen_ai.usage.output_tokens",
+    ),
+    (
+        "min_entropy_mean",
+        "max_entropy_mean",
+        "sightline.entropy.mean",
+    ),
+    (
+        "min_entropy_max",
+        "max_entropy_max",
+        "sightline.entropy.max",
+    ),
+    (
+        "min_hallucination",
+        "max_hallucination",
+        "sightline.hallucination_index",
+    ),
 ];
 
 /// Parses the filter parameters; other keys are left to the caller, unknown ones rejected.
-pub(crate) fn filters(pairs: &[(String, String)], extra_keys: &[&str]) -> Result<Filters, ApiError> {
+pub(crate) fn filters(
+    pairs: &[(String, String)],
+    extra_keys: &[&str],
+) -> Result<Filters, ApiError> {
     let mut start = UnixNanos(i64::MIN);
     let mut end = UnixNanos(i64::MAX);
     let mut conds = Vec::new();
@@ -185,9 +225,21 @@ pub(crate) fn filters(pairs: &[(String, String)], extra_keys: &[&str]) -> Result
             "model" => conds.push(eq("gen_ai.request.model")?),
             "provider" => conds.push(eq("gen_ai.provider.name")?),
             "operation" => conds.push(eq("gen_ai.operation.name")?),
-            "status" | "kind" => conds.push(Cond::string(Scope::Any, k, MatchOp::Eq, &v.to_lowercase()).map_err(query_error)?),
-            "min_duration" => conds.push(Cond::number(Scope::Any, "duration", CmpOp::Ge, duration_param(k, v)?)),
-            "max_duration" => conds.push(Cond::number(Scope::Any, "duration", CmpOp::Le, duration_param(k, v)?)),
+            "status" | "kind" => conds.push(
+                Cond::string(Scope::Any, k, MatchOp::Eq, &v.to_lowercase()).map_err(query_error)?,
+            ),
+            "min_duration" => conds.push(Cond::number(
+                Scope::Any,
+                "duration",
+                CmpOp::Ge,
+                duration_param(k, v)?,
+            )),
+            "max_duration" => conds.push(Cond::number(
+                Scope::Any,
+                "duration",
+                CmpOp::Le,
+                duration_param(k, v)?,
+            )),
             "attr" => conds.push(attr_cond(Scope::Any, v)?),
             "span_attr" => conds.push(attr_cond(Scope::Span, v)?),
             "resource_attr" => conds.push(attr_cond(Scope::Resource, v)?),
@@ -204,11 +256,19 @@ pub(crate) fn filters(pairs: &[(String, String)], extra_keys: &[&str]) -> Result
         }
     }
     let time = TimeRange::new(start, end).map_err(bad)?;
-    Ok(Filters { time, conds, explain })
+    Ok(Filters {
+        time,
+        conds,
+        explain,
+    })
 }
 
 fn last<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
 }
 
 async fn run_blocking<T: Send + 'static>(
@@ -223,8 +283,14 @@ fn success(data: Value) -> Response {
     axum::Json(json!({"status": "success", "data": data})).into_response()
 }
 
-async fn search_get(State(st): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
-    search(st, headers, query_pairs(q.as_deref())).await.unwrap_or_else(IntoResponse::into_response)
+async fn search_get(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Response {
+    search(st, headers, query_pairs(q.as_deref()))
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn search_post(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -232,19 +298,29 @@ async fn search_post(State(st): State<AppState>, headers: HeaderMap, body: Bytes
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    search(st, headers, pairs).await.unwrap_or_else(IntoResponse::into_response)
+    search(st, headers, pairs)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
-async fn search(st: AppState, headers: HeaderMap, pairs: Vec<(String, String)>) -> Result<Response, ApiError> {
+async fn search(
+    st: AppState,
+    headers: HeaderMap,
+    pairs: Vec<(String, String)>,
+) -> Result<Response, ApiError> {
     let tenant = tenant(&st, &headers)?;
     let f = filters(&pairs, &["limit", "sort", "group", "spans_per_trace"])?;
     let mut q = SpanQuery::new(f.time);
     q.conds = f.conds;
     if let Some(l) = last(&pairs, "limit") {
-        q.limit = l.parse().map_err(|_| bad(format!("limit: expected a count, got {l:?}")))?;
+        q.limit = l
+            .parse()
+            .map_err(|_| bad(format!("limit: expected a count, got {l:?}")))?;
     }
     if let Some(s) = last(&pairs, "spans_per_trace") {
-        q.spans_per_trace = s.parse().map_err(|_| bad(format!("spans_per_trace: expected a count, got {s:?}")))?;
+        q.spans_per_trace = s
+            .parse()
+            .map_err(|_| bad(format!("spans_per_trace: expected a count, got {s:?}")))?;
     }
     q.sort = match last(&pairs, "sort") {
         None | Some("start") => SortBy::Start,
@@ -279,8 +355,14 @@ async fn search(st: AppState, headers: HeaderMap, pairs: Vec<(String, String)>) 
     .await
 }
 
-async fn red_get(State(st): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
-    red_handler(st, headers, query_pairs(q.as_deref())).await.unwrap_or_else(IntoResponse::into_response)
+async fn red_get(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Response {
+    red_handler(st, headers, query_pairs(q.as_deref()))
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn red_post(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -288,10 +370,16 @@ async fn red_post(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    red_handler(st, headers, pairs).await.unwrap_or_else(IntoResponse::into_response)
+    red_handler(st, headers, pairs)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
-async fn red_handler(st: AppState, headers: HeaderMap, pairs: Vec<(String, String)>) -> Result<Response, ApiError> {
+async fn red_handler(
+    st: AppState,
+    headers: HeaderMap,
+    pairs: Vec<(String, String)>,
+) -> Result<Response, ApiError> {
     let tenant = tenant(&st, &headers)?;
     let f = filters(&pairs, &["step", "group_by"])?;
     let step_nanos = match last(&pairs, "step") {
@@ -303,16 +391,29 @@ async fn red_handler(st: AppState, headers: HeaderMap, pairs: Vec<(String, Strin
         Some("model") => GroupBy::Model,
         Some("operation") => GroupBy::Operation,
         Some("name") => GroupBy::Name,
-        Some(o) => return Err(bad(format!("group_by: expected service, model, operation or name, got {o:?}"))),
+        Some(o) => {
+            return Err(bad(format!(
+                "group_by: expected service, model, operation or name, got {o:?}"
+            )));
+        }
     };
-    let q = RedQuery { time: f.time, step_nanos, group_by, conds: f.conds };
+    let q = RedQuery {
+        time: f.time,
+        step_nanos,
+        group_by,
+        conds: f.conds,
+    };
     let explain = f.explain;
     let store = st.store().clone();
     run_blocking(move || {
         let r = red(&store, &tenant, &q).map_err(query_error)?;
-        let mut data = json!({"group_by": r.group_by, "step_nanos": r.step_nanos, "series": r.series});
+        let mut data =
+            json!({"group_by": r.group_by, "step_nanos": r.step_nanos, "series": r.series});
         if explain && let Value::Object(m) = &mut data {
-            m.insert("stats".into(), serde_json::to_value(&r.stats).unwrap_or(Value::Null));
+            m.insert(
+                "stats".into(),
+                serde_json::to_value(&r.stats).unwrap_or(Value::Null),
+            );
         }
         Ok(success(data))
     })
@@ -363,7 +464,10 @@ fn trace_json(v: &TraceView, explain: bool) -> Value {
         "spans": v.spans.iter().map(span_json).collect::<Vec<_>>(),
     });
     if explain && let Value::Object(m) = &mut out {
-        m.insert("stats".into(), serde_json::to_value(&v.stats).unwrap_or(Value::Null));
+        m.insert(
+            "stats".into(),
+            serde_json::to_value(&v.stats).unwrap_or(Value::Null),
+        );
     }
     out
 }
@@ -390,13 +494,17 @@ async fn by_id(
             .iter()
             .any(|(k, v)| k == "explain" && (v == "true" || v == "1"));
         let store = st.store().clone();
-        run_blocking(move || match trace_by_id(&store, &tenant, trace_id).map_err(query_error)? {
-            Some(v) => Ok(success(trace_json(&v, explain))),
-            None => Err(ApiError(StatusCode::NOT_FOUND, format!("trace {trace_id} not found"))),
-        })
+        run_blocking(
+            move || match trace_by_id(&store, &tenant, trace_id).map_err(query_error)? {
+                Some(v) => Ok(success(trace_json(&v, explain))),
+                None => Err(ApiError(
+                    StatusCode::NOT_FOUND,
+                    format!("trace {trace_id} not found"),
+                )),
+            },
+        )
         .await
     }
     .await;
     res.unwrap_or_else(IntoResponse::into_response)
 }
-

@@ -45,6 +45,7 @@ pub fn key_values(attrs: &Attributes) -> Vec<KeyValue> {
         .map(|(k, v)| KeyValue {
             key: k.clone(),
             value: Some(any_value(v)),
+            key_strindex: 0,
         })
         .collect()
 }
@@ -60,29 +61,68 @@ pub fn span_attributes(s: &SpanRecord) -> Attributes {
         }
     };
     let g = &s.gen_ai;
-    add("gen_ai.operation.name", g.operation_name.clone().map(AttrValue::Str));
-    add("gen_ai.provider.name", g.provider_name.clone().map(AttrValue::Str));
-    add("gen_ai.request.model", g.request_model.clone().map(AttrValue::Str));
-    add("gen_ai.response.model", g.response_model.clone().map(AttrValue::Str));
-    add("gen_ai.usage.input_tokens", g.input_tokens.map(AttrValue::Int));
-    add("gen_ai.usage.output_tokens", g.output_tokens.map(AttrValue::Int));
-    add("gen_ai.usage.total_tokens", g.total_tokens.map(AttrValue::Int));
+    add(
+        "gen_ai.operation.name",
+        g.operation_name.clone().map(AttrValue::Str),
+    );
+    add(
+        "gen_ai.provider.name",
+        g.provider_name.clone().map(AttrValue::Str),
+    );
+    add(
+        "gen_ai.request.model",
+        g.request_model.clone().map(AttrValue::Str),
+    );
+    add(
+        "gen_ai.response.model",
+        g.response_model.clone().map(AttrValue::Str),
+    );
+    add(
+        "gen_ai.usage.input_tokens",
+        g.input_tokens.map(AttrValue::Int),
+    );
+    add(
+        "gen_ai.usage.output_tokens",
+        g.output_tokens.map(AttrValue::Int),
+    );
+    add(
+        "gen_ai.usage.total_tokens",
+        g.total_tokens.map(AttrValue::Int),
+    );
     add(
         "gen_ai.usage.cache_read.input_tokens",
         g.cache_read_input_tokens.map(AttrValue::Int),
     );
     add("gen_ai.usage.cost", g.cost.map(AttrValue::Double));
-    add("gen_ai.request.temperature", g.temperature.map(AttrValue::Double));
+    add(
+        "gen_ai.request.temperature",
+        g.temperature.map(AttrValue::Double),
+    );
     add(
         "gen_ai.response.finish_reasons",
         (!g.finish_reasons.is_empty()).then(|| {
-            AttrValue::Array(g.finish_reasons.iter().cloned().map(AttrValue::Str).collect())
+            AttrValue::Array(
+                g.finish_reasons
+                    .iter()
+                    .cloned()
+                    .map(AttrValue::Str)
+                    .collect(),
+            )
         }),
     );
-    add("gen_ai.conversation.id", g.conversation_id.clone().map(AttrValue::Str));
+    add(
+        "gen_ai.conversation.id",
+        g.conversation_id.clone().map(AttrValue::Str),
+    );
     let q = &s.quality;
-    add("sightline.entropy.mean", q.entropy_mean.map(AttrValue::Double));
-    add("sightline.entropy.max", q.entropy_max.map(AttrValue::Double));
+    add(
+        "sightline.entropy.mean",
+        q.entropy_mean.map(AttrValue::Double),
+    );
+    add(
+        "sightline.entropy.max",
+        q.entropy_max.map(AttrValue::Double),
+    );
     add(
         "sightline.low_confidence_tokens",
         q.low_confidence_tokens.map(AttrValue::Int),
@@ -97,7 +137,10 @@ pub fn span_attributes(s: &SpanRecord) -> Attributes {
 /// The resource attributes of a span, `service.name` first.
 pub fn resource_attributes(s: &SpanRecord) -> Attributes {
     let mut out = Vec::with_capacity(s.resource_attributes.len() + 1);
-    out.push(("service.name".to_owned(), AttrValue::Str(s.service_name.clone())));
+    out.push((
+        "service.name".to_owned(),
+        AttrValue::Str(s.service_name.clone()),
+    ));
     out.extend(s.resource_attributes.iter().cloned());
     out
 }
@@ -164,7 +207,11 @@ pub fn resource_spans(spans: &[SpanRecord]) -> Vec<ResourceSpans> {
         let i = match pos {
             Some(i) => i,
             None => {
-                out.push((s.service_name.clone(), s.resource_attributes.clone(), Vec::new()));
+                out.push((
+                    s.service_name.clone(),
+                    s.resource_attributes.clone(),
+                    Vec::new(),
+                ));
                 out.len() - 1
             }
         };
