@@ -134,17 +134,6 @@ pub fn span_attributes(s: &SpanRecord) -> Attributes {
     out
 }
 
-/// The resource attributes of a span, `service.name` first.
-pub fn resource_attributes(s: &SpanRecord) -> Attributes {
-    let mut out = Vec::with_capacity(s.resource_attributes.len() + 1);
-    out.push((
-        "service.name".to_owned(),
-        AttrValue::Str(s.service_name.clone()),
-    ));
-    out.extend(s.resource_attributes.iter().cloned());
-    out
-}
-
 fn nanos(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
