@@ -433,7 +433,7 @@ fn lookup(lists: &[AttrList<'_>], row: usize, key: &str) -> Result<Option<AttrVa
 }
 
 /// ANDs a condition mask into `acc`.
-pub fn and_into(acc: &mut Vec<bool>, mask: &BooleanArray) {
+pub fn and_into(acc: &mut [bool], mask: &BooleanArray) {
     for (a, i) in acc.iter_mut().zip(0..mask.len()) {
         *a = *a && mask.is_valid(i) && mask.value(i);
     }

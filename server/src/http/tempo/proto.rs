@@ -63,7 +63,7 @@ pub fn ids_to_base64(v: &mut serde_json::Value) {
 }
 
 fn hex_bytes(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len() / 2)
