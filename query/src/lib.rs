@@ -13,5 +13,6 @@ pub mod logs;
 pub mod plan;
 pub mod promql;
 pub mod time;
+pub mod traces;
 
 pub use error::{QueryError, Result};

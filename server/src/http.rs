@@ -6,8 +6,9 @@
 //! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
 //! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`;
 //! * [`openapi`]: `GET /api/v1/openapi.json`, the document of all of the above;
-//! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...).
-//! * [`logs`]: `/api/v1/logs/{search,histogram}`; [`loki`]: the Loki API subset.
+//! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...);
+//! * [`logs`]: `/api/v1/logs/{search,histogram}`; [`loki`]: the Loki API subset;
+//! * [`traces`]: `/api/v1/traces/{id}`, `/api/v1/traces/{search,red}`; [`tempo`]: the Tempo API subset.
 
 pub mod aggregate;
 pub mod detect;
@@ -18,6 +19,8 @@ pub mod ops;
 pub mod otlp;
 pub(crate) mod params;
 pub mod prometheus;
+pub mod tempo;
+pub mod traces;
 
 use std::sync::Arc;
 
@@ -65,6 +68,8 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(openapi::routes())
         .merge(prometheus::routes())
+        .merge(traces::routes())
+        .merge(tempo::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)
 }

@@ -1,0 +1,456 @@
+//! Span conditions: what a trace or span search asks for, where each condition's value lives
+//! (a promoted column, the span attributes, the resource attributes), which conditions storage
+//! can prune with, and their exact evaluation on Arrow batches.
+//!
+//! Semantics:
+//! * string conditions (`=`, `!=`, `=~`, `!~`) follow the storage matchers: a missing value is
+//!   `""`, so `!=` matches spans without the attribute, and regexes are anchored;
+//! * numeric conditions (`<`, `<=`, `>`, `>=`, `=`, `!=`) hold only for spans that have a numeric
+//!   value (an int or double attribute, or a non-null promoted column); a missing value never
+//!   matches, whatever the operator;
+//! * an unscoped key (`.key`, or a native-API attribute filter) is looked up as storage does: the
+//!   promoted column when the key has one, else the span attributes, else the resource
+//!   attributes; `span.` and `resource.` restrict the lookup to one list.
+
+use arrow_array::{
+    Array, BooleanArray, FixedSizeBinaryArray, Float64Array, Int64Array, MapArray, RecordBatch,
+    StringArray, StructArray, UInt8Array,
+};
+use sightline_storage::model::AttrKind;
+use sightline_storage::predicate::span_kind_name;
+use sightline_storage::schema::{self, col};
+use sightline_storage::{AttrValue, MatchOp, Matcher, Predicate, Signal, StatusCode};
+
+use crate::error::{QueryError, Result};
+
+/// Which attribute list a key is looked up in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Promoted column, then span attributes, then resource attributes.
+    Any,
+    /// Span attributes (and the span's promoted columns).
+    Span,
+    /// Resource attributes (and `service.name`).
+    Resource,
+}
+
+/// Numeric comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum CmpOp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `=`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl CmpOp {
+    /// Whether `a op b`.
+    pub fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+        }
+    }
+}
+
+/// Intrinsic key of the span duration (nanoseconds).
+pub const DURATION_KEY: &str = "duration";
+
+/// Promoted numeric columns, addressable by these keys. Quality columns computed at ingest are
+/// exposed under `sightline.*` names (the same names the Tempo API shows them under).
+pub const NUMERIC_COLUMNS: &[(&str, &str)] = &[
+    (DURATION_KEY, col::DURATION),
+    ("gen_ai.usage.input_tokens", col::GEN_AI_INPUT_TOKENS),
+    ("gen_ai.usage.output_tokens", col::GEN_AI_OUTPUT_TOKENS),
+    ("gen_ai.usage.total_tokens", col::GEN_AI_TOTAL_TOKENS),
+    (
+        "gen_ai.usage.cache_read.input_tokens",
+        col::GEN_AI_CACHE_READ_TOKENS,
+    ),
+    ("gen_ai.usage.cost", col::GEN_AI_COST),
+    ("gen_ai.request.temperature", col::GEN_AI_TEMPERATURE),
+    ("sightline.entropy.mean", col::ENTROPY_MEAN),
+    ("sightline.entropy.max", col::ENTROPY_MAX),
+    (
+        "sightline.low_confidence_tokens",
+        col::LOW_CONFIDENCE_TOKENS,
+    ),
+    ("sightline.hallucination_index", col::HALLUCINATION_INDEX),
+];
+
+/// One condition on a span.
+#[derive(Clone, Debug)]
+pub enum Cond {
+    /// A string comparison.
+    Str {
+        /// Where to look the key up.
+        scope: Scope,
+        /// The matcher (its key is the attribute key, OpenTelemetry naming).
+        matcher: Matcher,
+    },
+    /// A numeric comparison.
+    Num {
+        /// Where to look the key up.
+        scope: Scope,
+        /// Attribute key (or `duration`, in nanoseconds).
+        key: String,
+        /// Operator.
+        op: CmpOp,
+        /// Right-hand side.
+        value: f64,
+    },
+}
+
+impl Cond {
+    /// `key op value` as a string condition.
+    pub fn string(scope: Scope, key: &str, op: MatchOp, value: &str) -> Result<Self> {
+        let matcher =
+            Matcher::new(key, op, value).map_err(|e| QueryError::BadRequest(e.to_string()))?;
+        Ok(Cond::Str { scope, matcher })
+    }
+
+    /// `key op value` as a numeric condition.
+    pub fn number(scope: Scope, key: &str, op: CmpOp, value: f64) -> Self {
+        Cond::Num {
+            scope,
+            key: key.to_owned(),
+            op,
+            value,
+        }
+    }
+
+    /// `status = <code>`.
+    pub fn status(code: StatusCode) -> Self {
+        Cond::Str {
+            scope: Scope::Any,
+            matcher: Matcher::eq("status", code.as_str()),
+        }
+    }
+}
+
+/// Where a condition's value is read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    Column(&'static str),
+    SpanAttr,
+    ResourceAttr,
+    AnyAttr,
+}
+
+fn string_source(scope: Scope, key: &str) -> Source {
+    let promoted = schema::promoted_column(Signal::Spans, key);
+    match (scope, promoted) {
+        (Scope::Any, Some(c)) => Source::Column(c),
+        (Scope::Any, None) => Source::AnyAttr,
+        (Scope::Resource, _) if key == "service.name" => Source::Column(col::SERVICE_NAME),
+        (Scope::Resource, _) => Source::ResourceAttr,
+        (Scope::Span, Some(c)) if c != col::SERVICE_NAME => Source::Column(c),
+        (Scope::Span, _) => Source::SpanAttr,
+    }
+}
+
+fn numeric_source(scope: Scope, key: &str) -> Source {
+    let promoted = NUMERIC_COLUMNS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, c)| *c);
+    match (scope, promoted) {
+        (Scope::Any | Scope::Span, Some(c)) => Source::Column(c),
+        (Scope::Any, None) => Source::AnyAttr,
+        (Scope::Span, None) => Source::SpanAttr,
+        (Scope::Resource, _) => Source::ResourceAttr,
+    }
+}
+
+impl Cond {
+    fn source(&self) -> Source {
+        match self {
+            Cond::Str { scope, matcher } => string_source(*scope, &matcher.key),
+            Cond::Num { scope, key, .. } => numeric_source(*scope, key),
+        }
+    }
+
+    /// The storage predicate that evaluates this condition exactly, when there is one (string
+    /// conditions whose lookup is the storage's own: promoted columns and unscoped attributes).
+    /// Storage then prunes with postings and evaluates it; the condition need not be checked
+    /// again.
+    pub fn pushdown(&self) -> Option<Predicate> {
+        match (self, self.source()) {
+            (Cond::Str { matcher, .. }, Source::Column(c)) => {
+                // Storage resolves the key itself; make sure it lands on the same column.
+                (schema::promoted_column(Signal::Spans, &matcher.key) == Some(c))
+                    .then(|| Predicate::Attr(matcher.clone()))
+            }
+            (Cond::Str { matcher, .. }, Source::AnyAttr) => Some(Predicate::Attr(matcher.clone())),
+            _ => None,
+        }
+    }
+
+    /// Columns needed to evaluate the condition on a batch.
+    pub fn columns(&self) -> Vec<&'static str> {
+        match self.source() {
+            Source::Column(c) => vec![c],
+            Source::SpanAttr => vec![col::ATTRIBUTES],
+            Source::ResourceAttr => vec![col::RESOURCE_ATTRIBUTES],
+            Source::AnyAttr => vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES],
+        }
+    }
+
+    /// Evaluates the condition on every row of a span batch holding [`Cond::columns`].
+    pub fn eval(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        let n = batch.num_rows();
+        let source = self.source();
+        match self {
+            Cond::Str { matcher, .. } => {
+                if let Source::Column(c) = source {
+                    return eval_str_column(batch, c, matcher);
+                }
+                let lists = attr_lists(batch, source)?;
+                let mut out = Vec::with_capacity(n);
+                for row in 0..n {
+                    let v = lookup(&lists, row, &matcher.key)?;
+                    let text = match v {
+                        Some(v) => v.render(),
+                        None => String::new(),
+                    };
+                    out.push(Some(matcher.matches(&text)));
+                }
+                Ok(out.into_iter().collect())
+            }
+            Cond::Num { key, op, value, .. } => {
+                if let Source::Column(c) = source {
+                    return eval_num_column(batch, c, *op, *value);
+                }
+                let lists = attr_lists(batch, source)?;
+                let mut out = Vec::with_capacity(n);
+                for row in 0..n {
+                    let v = match lookup(&lists, row, key)? {
+                        Some(AttrValue::Int(i)) => Some(i as f64),
+                        Some(AttrValue::Double(d)) => Some(d),
+                        _ => None,
+                    };
+                    out.push(Some(v.is_some_and(|v| op.holds(v, *value))));
+                }
+                Ok(out.into_iter().collect())
+            }
+        }
+    }
+}
+
+fn missing(name: &str) -> QueryError {
+    QueryError::Execution(format!(
+        "span column {name} missing or of an unexpected type"
+    ))
+}
+
+fn eval_str_column(batch: &RecordBatch, column: &str, m: &Matcher) -> Result<BooleanArray> {
+    let array = batch
+        .column_by_name(column)
+        .ok_or_else(|| missing(column))?;
+    let any = array.as_any();
+    if column == col::STATUS_CODE {
+        let a = any
+            .downcast_ref::<UInt8Array>()
+            .ok_or_else(|| missing(column))?;
+        return Ok(a
+            .values()
+            .iter()
+            .map(|c| Some(m.matches(StatusCode::from_code(i32::from(*c)).as_str())))
+            .collect());
+    }
+    if column == col::SPAN_KIND {
+        let a = any
+            .downcast_ref::<UInt8Array>()
+            .ok_or_else(|| missing(column))?;
+        return Ok(a
+            .values()
+            .iter()
+            .map(|c| Some(m.matches(span_kind_name(*c))))
+            .collect());
+    }
+    if let Some(a) = any.downcast_ref::<StringArray>() {
+        return Ok((0..a.len())
+            .map(|i| Some(m.matches(if a.is_null(i) { "" } else { a.value(i) })))
+            .collect());
+    }
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        return Ok((0..a.len())
+            .map(|i| {
+                Some(if a.is_null(i) {
+                    m.matches("")
+                } else {
+                    m.matches(&a.value(i).to_string())
+                })
+            })
+            .collect());
+    }
+    Err(missing(column))
+}
+
+fn eval_num_column(batch: &RecordBatch, column: &str, op: CmpOp, v: f64) -> Result<BooleanArray> {
+    let array = batch
+        .column_by_name(column)
+        .ok_or_else(|| missing(column))?;
+    let any = array.as_any();
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        return Ok((0..a.len())
+            .map(|i| Some(!a.is_null(i) && op.holds(a.value(i) as f64, v)))
+            .collect());
+    }
+    if let Some(a) = any.downcast_ref::<Float64Array>() {
+        return Ok((0..a.len())
+            .map(|i| Some(!a.is_null(i) && op.holds(a.value(i), v)))
+            .collect());
+    }
+    Err(missing(column))
+}
+
+/// Reads the attribute map columns of a span batch without copying.
+pub struct AttrList<'a> {
+    offsets: &'a [i32],
+    keys: &'a StringArray,
+    kind: &'a UInt8Array,
+    str_: &'a StringArray,
+    int: &'a Int64Array,
+    double: &'a Float64Array,
+    bool_: &'a BooleanArray,
+    bytes: &'a arrow_array::BinaryArray,
+}
+
+fn child<'a, T: 'static>(s: &'a StructArray, i: usize, what: &str) -> Result<&'a T> {
+    s.columns()
+        .get(i)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| missing(what))
+}
+
+impl<'a> AttrList<'a> {
+    /// Wraps an attribute map column.
+    pub fn new(map: &'a MapArray) -> Result<Self> {
+        let entries = map.entries();
+        let values = child::<StructArray>(entries, 1, "attribute values")?;
+        Ok(Self {
+            offsets: map.value_offsets(),
+            keys: child(entries, 0, "attribute keys")?,
+            kind: child(values, 0, "attribute kind")?,
+            str_: child(values, 1, "attribute str")?,
+            int: child(values, 2, "attribute int")?,
+            double: child(values, 3, "attribute double")?,
+            bool_: child(values, 4, "attribute bool")?,
+            bytes: child(values, 5, "attribute bytes")?,
+        })
+    }
+
+    /// Reads the map column `name` of a batch.
+    pub fn of(batch: &'a RecordBatch, name: &str) -> Result<Self> {
+        let map = batch
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<MapArray>())
+            .ok_or_else(|| missing(name))?;
+        Self::new(map)
+    }
+
+    fn range(&self, row: usize) -> Result<std::ops::Range<usize>> {
+        let (Some(&a), Some(&b)) = (self.offsets.get(row), self.offsets.get(row + 1)) else {
+            return Err(missing("attribute offsets"));
+        };
+        if a < 0 || b < a || b as usize > self.keys.len() {
+            return Err(missing("attribute offsets"));
+        }
+        Ok(a as usize..b as usize)
+    }
+
+    /// The value of `key` in row `row`.
+    pub fn get(&self, row: usize, key: &str) -> Result<Option<AttrValue>> {
+        for e in self.range(row)? {
+            if self.keys.value(e) == key {
+                return self.value(e).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every `(key, value)` of row `row`.
+    pub fn row(&self, row: usize) -> Result<Vec<(String, AttrValue)>> {
+        self.range(row)?
+            .map(|e| Ok((self.keys.value(e).to_owned(), self.value(e)?)))
+            .collect()
+    }
+
+    fn value(&self, e: usize) -> Result<AttrValue> {
+        Ok(match AttrKind::from_code(self.kind.value(e)) {
+            Some(AttrKind::Str) => AttrValue::Str(self.str_.value(e).to_owned()),
+            Some(AttrKind::Bool) => AttrValue::Bool(self.bool_.value(e)),
+            Some(AttrKind::Int) => AttrValue::Int(self.int.value(e)),
+            Some(AttrKind::Double) => AttrValue::Double(self.double.value(e)),
+            Some(AttrKind::Bytes) => AttrValue::Bytes(self.bytes.value(e).to_vec()),
+            Some(AttrKind::Array | AttrKind::KvList) => {
+                let json: serde_json::Value =
+                    serde_json::from_str(self.str_.value(e)).map_err(|err| {
+                        QueryError::Execution(format!("stored attribute JSON: {err}"))
+                    })?;
+                AttrValue::from_typed_json(&json)
+                    .ok_or_else(|| QueryError::Execution("stored attribute JSON shape".into()))?
+            }
+            Some(AttrKind::Empty) => AttrValue::Empty,
+            None => return Err(missing("attribute kind code")),
+        })
+    }
+}
+
+fn attr_lists(batch: &RecordBatch, source: Source) -> Result<Vec<AttrList<'_>>> {
+    Ok(match source {
+        Source::SpanAttr => vec![AttrList::of(batch, col::ATTRIBUTES)?],
+        Source::ResourceAttr => vec![AttrList::of(batch, col::RESOURCE_ATTRIBUTES)?],
+        Source::AnyAttr => vec![
+            AttrList::of(batch, col::ATTRIBUTES)?,
+            AttrList::of(batch, col::RESOURCE_ATTRIBUTES)?,
+        ],
+        Source::Column(_) => Vec::new(),
+    })
+}
+
+fn lookup(lists: &[AttrList<'_>], row: usize, key: &str) -> Result<Option<AttrValue>> {
+    for l in lists {
+        if let Some(v) = l.get(row, key)? {
+            return Ok(Some(v));
+        }
+    }
+    Ok(None)
+}
+
+/// ANDs a condition mask into `acc`.
+pub fn and_into(acc: &mut [bool], mask: &BooleanArray) {
+    for (a, i) in acc.iter_mut().zip(0..mask.len()) {
+        *a = *a && mask.is_valid(i) && mask.value(i);
+    }
+}
+
+/// Reads a fixed-size binary id column cell.
+pub fn fixed_bytes<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a FixedSizeBinaryArray> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<FixedSizeBinaryArray>())
+        .ok_or_else(|| missing(name))
+}
+
+/// A typed column of a batch.
+pub fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| missing(name))
+}

@@ -1,0 +1,215 @@
+//! RED aggregates (rate, errors, duration) over matching spans, per group and time bucket.
+//!
+//! Buckets are `[start + k*step, start + (k+1)*step)` over the query's time range, by span start.
+//! Per bucket and group: `count`, `errors` (status `error`), `rate` = count / step seconds,
+//! `error_ratio` = errors / count, and latency quantiles p50/p90/p99 in milliseconds, exact from
+//! the bucket's durations with linear interpolation between closest ranks (numpy's default,
+//! `q * (n - 1)`). The totals row of each group aggregates the whole range the same way.
+
+use std::collections::BTreeMap;
+
+use arrow_array::{Int64Array, StringArray, TimestampNanosecondArray, UInt8Array};
+use serde::Serialize;
+use sightline_storage::schema::col;
+use sightline_storage::{ScanStats, StatusCode, Store, TenantId, TimeRange};
+
+use super::filter::{Cond, column};
+use super::search::scan_matching;
+use crate::error::{QueryError, Result};
+
+/// Most buckets one RED query may produce.
+pub const MAX_BUCKETS: i64 = 11_000;
+
+/// What spans are grouped by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupBy {
+    /// `service.name`.
+    #[default]
+    Service,
+    /// `gen_ai.request.model` (`""` for spans without one).
+    Model,
+    /// `gen_ai.operation.name`.
+    Operation,
+    /// Span name.
+    Name,
+}
+
+impl GroupBy {
+    fn column(self) -> &'static str {
+        match self {
+            GroupBy::Service => col::SERVICE_NAME,
+            GroupBy::Model => col::GEN_AI_REQUEST_MODEL,
+            GroupBy::Operation => col::GEN_AI_OPERATION,
+            GroupBy::Name => col::SPAN_NAME,
+        }
+    }
+}
+
+/// A RED query.
+#[derive(Clone, Debug)]
+pub struct RedQuery {
+    /// Range (bounded).
+    pub time: TimeRange,
+    /// Bucket width, ns.
+    pub step_nanos: i64,
+    /// Grouping.
+    pub group_by: GroupBy,
+    /// Conditions on spans.
+    pub conds: Vec<Cond>,
+}
+
+/// Aggregates of one bucket (or a whole range).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RedPoint {
+    /// Bucket start, ns (the range start for totals).
+    pub start_unix_nano: i64,
+    /// Spans.
+    pub count: u64,
+    /// Spans with status `error`.
+    pub errors: u64,
+    /// Spans per second.
+    pub rate: f64,
+    /// `errors / count`.
+    pub error_ratio: f64,
+    /// Median duration, ms.
+    pub p50_ms: f64,
+    /// 90th percentile duration, ms.
+    pub p90_ms: f64,
+    /// 99th percentile duration, ms.
+    pub p99_ms: f64,
+}
+
+/// One group's series.
+#[derive(Clone, Debug, Serialize)]
+pub struct RedSeries {
+    /// Group value.
+    pub group: String,
+    /// Whole-range aggregate.
+    pub total: RedPoint,
+    /// Non-empty buckets, by time.
+    pub buckets: Vec<RedPoint>,
+}
+
+/// Result of a RED query.
+#[derive(Clone, Debug, Serialize)]
+pub struct RedResult {
+    /// Grouping used.
+    pub group_by: GroupBy,
+    /// Bucket width, ns.
+    pub step_nanos: i64,
+    /// Series by group value.
+    pub series: Vec<RedSeries>,
+    /// Scan statistics.
+    pub stats: ScanStats,
+}
+
+/// Quantile `q` of sorted values with linear interpolation (`q * (n - 1)`); 0 when empty.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    let (a, b) = (sorted[lo], sorted[hi.min(sorted.len() - 1)]);
+    a + (b - a) * (pos - lo as f64)
+}
+
+fn point(start: i64, secs: f64, durations: &mut [i64], errors: u64) -> RedPoint {
+    durations.sort_unstable();
+    let ms: Vec<f64> = durations.iter().map(|d| *d as f64 / 1e6).collect();
+    let count = ms.len() as u64;
+    RedPoint {
+        start_unix_nano: start,
+        count,
+        errors,
+        rate: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+        error_ratio: if count > 0 {
+            errors as f64 / count as f64
+        } else {
+            0.0
+        },
+        p50_ms: quantile(&ms, 0.5),
+        p90_ms: quantile(&ms, 0.9),
+        p99_ms: quantile(&ms, 0.99),
+    }
+}
+
+/// Runs a RED query.
+pub fn red(store: &Store, tenant: &TenantId, q: &RedQuery) -> Result<RedResult> {
+    if q.time.start.0 == i64::MIN || q.time.end.0 == i64::MAX {
+        return Err(QueryError::BadRequest(
+            "RED queries need a bounded time range".into(),
+        ));
+    }
+    if q.step_nanos <= 0 {
+        return Err(QueryError::BadRequest("step must be positive".into()));
+    }
+    let span = q.time.end.0.saturating_sub(q.time.start.0);
+    if span / q.step_nanos >= MAX_BUCKETS {
+        return Err(QueryError::BadRequest(format!(
+            "more than {MAX_BUCKETS} buckets; use a larger step"
+        )));
+    }
+    let group_col = q.group_by.column();
+    // group -> bucket index -> (durations, errors)
+    let mut acc: BTreeMap<String, BTreeMap<i64, (Vec<i64>, u64)>> = BTreeMap::new();
+    let extra = [group_col, col::START_TIME, col::DURATION, col::STATUS_CODE];
+    let stats = scan_matching(store, tenant, q.time, &q.conds, &extra, |b, mask| {
+        let g = column::<StringArray>(b, group_col)?;
+        let start = column::<TimestampNanosecondArray>(b, col::START_TIME)?;
+        let dur = column::<Int64Array>(b, col::DURATION)?;
+        let status = column::<UInt8Array>(b, col::STATUS_CODE)?;
+        for (i, keep) in mask.iter().enumerate() {
+            if !keep {
+                continue;
+            }
+            let key = if arrow_array::Array::is_null(g, i) {
+                ""
+            } else {
+                g.value(i)
+            };
+            let bucket = (start.value(i) - q.time.start.0) / q.step_nanos;
+            let e = acc
+                .entry(key.to_owned())
+                .or_default()
+                .entry(bucket)
+                .or_default();
+            e.0.push(dur.value(i));
+            e.1 += u64::from(status.value(i) == StatusCode::Error as u8);
+        }
+        Ok(())
+    })?;
+    let step_secs = q.step_nanos as f64 / 1e9;
+    let range_secs = span as f64 / 1e9;
+    let series = acc
+        .into_iter()
+        .map(|(group, buckets)| {
+            let mut all = Vec::new();
+            let mut all_errors = 0;
+            let mut points = Vec::new();
+            for (k, (mut d, e)) in buckets {
+                all.extend_from_slice(&d);
+                all_errors += e;
+                points.push(point(
+                    q.time.start.0 + k * q.step_nanos,
+                    step_secs,
+                    &mut d,
+                    e,
+                ));
+            }
+            RedSeries {
+                group,
+                total: point(q.time.start.0, range_secs, &mut all, all_errors),
+                buckets: points,
+            }
+        })
+        .collect();
+    Ok(RedResult {
+        group_by: q.group_by,
+        step_nanos: q.step_nanos,
+        series,
+        stats,
+    })
+}
