@@ -9,13 +9,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use sightline_query::logs::search::{Direction, LogFilter, SearchRequest, search};
 use sightline_query::plan::{
     AggFunc, Aggregate, Cell, GroupBy, OrderBy, OrderKey, Plan, Table, execute,
 };
 use sightline_query::promql::{QueryResult, StoreSource, range_query};
 use sightline_storage::{
-    FsyncPolicy, MatchOp, Matcher, MetricBatch, Predicate, ScanRequest, Signal, Store, StoreConfig,
-    TenantId, TimeRange, TraceId, UnixNanos,
+    FsyncPolicy, MatchOp, Matcher, MetricBatch, Predicate, Signal, Store, StoreConfig, TenantId,
+    TimeRange, TraceId, UnixNanos,
 };
 
 use crate::workload;
@@ -291,29 +292,21 @@ pub fn ask(store: &Store, p: &Params, q: &str, iteration: usize) -> Result<(u64,
             Ok((r.rows.len() as u64, num_sum(&r, 2) + num_sum(&r, 3)))
         }
         "q6" => {
-            let req = ScanRequest::new(t, Signal::Logs, range(p.q6.0, p.q6.1)?)
-                .with(Predicate::FullText(p.q6.2.clone()))
-                .project(&["time_unix_nano", "severity_text", "service_name", "body"]);
-            let res = store.scan(&req).map_err(|e| e.to_string())?;
-            let mut times: Vec<i64> = Vec::with_capacity(res.num_rows());
-            for b in &res.batches {
-                let c = b
-                    .column_by_name("time_unix_nano")
-                    .and_then(|c| {
-                        c.as_any()
-                            .downcast_ref::<arrow_array::TimestampNanosecondArray>()
-                    })
-                    .ok_or("no time column")?;
-                times.extend(c.values().iter());
-            }
-            let k = times.len().min(100);
-            if k > 0 && times.len() > k {
-                times.select_nth_unstable_by(k - 1, |a, b| b.cmp(a));
-            }
-            times.truncate(k);
+            // What `GET /api/v1/logs/search?query=timeout&start=..&end=..&limit=100` runs.
+            let mut filter = LogFilter::new(range(p.q6.0, p.q6.1)?);
+            filter.full_text = Some(p.q6.2.clone());
+            let req = SearchRequest {
+                filter,
+                limit: 100,
+                direction: Direction::Backward,
+            };
+            let res = search(store, &t, &req).map_err(e)?;
             Ok((
-                k as u64,
-                times.iter().map(|&t| (t - T0_NS) as f64 / 1e9).sum(),
+                res.lines.len() as u64,
+                res.lines
+                    .iter()
+                    .map(|l| (l.time.0 - T0_NS) as f64 / 1e9)
+                    .sum(),
             ))
         }
         "q7" => {
