@@ -261,22 +261,7 @@ impl Postings {
 
     /// Rows where `key` has a value fully matching `re` (the caller anchors it).
     pub fn matching(&self, key: &str, re: &Regex) -> Lookup {
-        if key.len() > MAX_KEY_LEN {
-            return Lookup::Unknown;
-        }
-        match self.keys.get(key) {
-            None => Lookup::Rows(RoaringBitmap::new()),
-            Some(kp) if !kp.complete => Lookup::Unknown,
-            Some(kp) => {
-                let mut out = RoaringBitmap::new();
-                for (v, b) in &kp.values {
-                    if re.is_match(v) {
-                        out |= b;
-                    }
-                }
-                Lookup::Rows(out)
-            }
-        }
+        self.accepted(key, |v| re.is_match(v))
     }
 
     /// Distinct indexed values of `key` (empty when unknown or incomplete).

@@ -70,51 +70,23 @@ impl Tok {
     }
 }
 
-/// Parses a Go/Prometheus duration (`1h30m`, `5m`, `250ms`, `1d`) into nanoseconds.
+/// Parses a Go/Prometheus duration (`1h30m`, `5m`, `250ms`, `1d`) into nanoseconds; unlike
+/// the HTTP parameters, LogQL needs the unit, and the duration must be positive.
 pub fn parse_duration(s: &str) -> Result<i64> {
-    let bad = || QueryError::Parse(format!("bad duration {s:?}"));
     let s = s.trim();
-    if s.is_empty() {
-        return Err(bad());
+    if s.parse::<f64>().is_ok() {
+        return Err(QueryError::Parse(format!(
+            "bad duration {s:?}: a unit is needed"
+        )));
     }
-    let mut total: i128 = 0;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if digits == 0 {
-            return Err(bad());
-        }
-        let n: f64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit: i128 = match &rest[..unit_len] {
-            "ns" => 1,
-            "us" | "µs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            "d" => 86_400_000_000_000,
-            "w" => 7 * 86_400_000_000_000,
-            "y" => 365 * 86_400_000_000_000,
-            _ => return Err(bad()),
-        };
-        rest = &rest[unit_len..];
-        total += (n * unit as f64) as i128;
-        if total > i128::from(i64::MAX) {
-            return Err(bad());
-        }
-    }
+    let total = crate::time::parse_duration(s)
+        .map_err(|_| QueryError::Parse(format!("bad duration {s:?}")))?;
     if total <= 0 {
         return Err(QueryError::Parse(format!(
             "duration {s:?} must be positive"
         )));
     }
-    Ok(total as i64)
+    Ok(total)
 }
 
 pub(crate) fn lex(src: &str) -> Result<Vec<Tok>> {
