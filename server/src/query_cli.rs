@@ -22,7 +22,10 @@ use crate::ingest::Ingest;
 use crate::limits::Limits;
 use crate::telemetry::Telemetry;
 
+mod args;
 mod render;
+
+pub use args::{AggregateArgs, LogSearchArgs, TraceSearchArgs};
 
 /// Flags of `sightline query`.
 #[derive(Debug, Args)]
@@ -79,56 +82,20 @@ pub enum QueryCommand {
     ///
     /// Example: sightline query aggregate --since 1h --group-by gen_ai.request.model --bucket 5m --agg count --agg p99:duration --agg error_ratio
     Aggregate(AggregateArgs),
-}
-
-/// Flags of `sightline query aggregate`.
-#[derive(Debug, Args)]
-pub struct AggregateArgs {
-    /// `spans` or `logs`.
-    #[arg(long, default_value = "spans")]
-    pub signal: String,
-    /// Only the last DURATION (e.g. 1h); overrides --start.
-    #[arg(long)]
-    pub since: Option<String>,
-    /// Start (RFC 3339 or Unix seconds).
-    #[arg(long)]
-    pub start: Option<String>,
-    /// End (RFC 3339 or Unix seconds).
-    #[arg(long)]
-    pub end: Option<String>,
-    /// Matcher KEY=VALUE, KEY!=VALUE, KEY=~REGEX or KEY!~REGEX (repeatable), e.g.
-    /// gen_ai.request.model=gpt-4o or user.id=~"u-1.*".
-    #[arg(long = "match", value_name = "MATCHER")]
-    pub matchers: Vec<String>,
-    /// Full-text query over log bodies (logs).
-    #[arg(long)]
-    pub text: Option<String>,
-    /// Numeric filter FIELD>VALUE, >=, <, <=, =, != (repeatable); durations take units:
-    /// duration>2s.
-    #[arg(long = "filter", value_name = "FILTER")]
-    pub filters: Vec<String>,
-    /// Group-by key (repeatable).
-    #[arg(long = "group-by", value_name = "KEY")]
-    pub group_by: Vec<String>,
-    /// Time bucket (a duration, e.g. 5m).
-    #[arg(long)]
-    pub bucket: Option<String>,
-    /// Aggregate: count, rate, error_ratio, sum:F, avg:F, min:F, max:F, pNN:F (e.g. p99:duration)
-    /// or quantile:Q:F (repeatable). None: list rows (needs --limit and --order-by).
-    #[arg(long = "agg", value_name = "AGG")]
-    pub aggregates: Vec<String>,
-    /// Columns of a row listing (repeatable).
-    #[arg(long = "column", value_name = "KEY")]
-    pub columns: Vec<String>,
-    /// Order by an aggregate's position (0-based) or, for row listings, a numeric field.
-    #[arg(long)]
-    pub order_by: Option<String>,
-    /// Descending order.
-    #[arg(long)]
-    pub desc: bool,
-    /// Most rows.
-    #[arg(long)]
-    pub limit: Option<usize>,
+    /// One trace by id: its spans as a tree with durations, the critical path marked with `*`.
+    Trace {
+        /// Trace id (hex).
+        id: String,
+    },
+    /// Search traces (or spans with --spans) by service, name, status, duration, GenAI fields,
+    /// attributes or TraceQL.
+    ///
+    /// Example: sightline query traces --since 1h --model gpt-4o --min-duration 2s --status error
+    Traces(TraceSearchArgs),
+    /// Search logs: full text (tantivy syntax) with filters, newest first.
+    ///
+    /// Example: sightline query logs timeout --service llm-router --min-severity warn --since 30m
+    Logs(LogSearchArgs),
 }
 
 /// Where requests go.
@@ -370,6 +337,81 @@ fn agg_arg(s: &str) -> Result<Value, String> {
     })
 }
 
+/// `(start, end)` parameters from --since / --start / --end, as Unix seconds.
+fn range_args(
+    since: &Option<String>,
+    start: &Option<String>,
+    end: &Option<String>,
+) -> Result<Vec<(&'static str, String)>, String> {
+    let mut out = Vec::new();
+    match (since, start) {
+        (Some(d), _) => out.push(("start", time_arg(&format!("-{d}"))?)),
+        (None, Some(s)) => out.push(("start", time_arg(s)?)),
+        (None, None) => {}
+    }
+    if let Some(e) = end {
+        out.push(("end", time_arg(e)?));
+    }
+    Ok(out)
+}
+
+fn trace_search_params(a: &TraceSearchArgs) -> Result<Vec<(&'static str, String)>, String> {
+    let mut p = range_args(&a.since, &a.start, &a.end)?;
+    for (k, v) in [
+        ("service", &a.service),
+        ("name", &a.name),
+        ("status", &a.status),
+        ("model", &a.model),
+        ("provider", &a.provider),
+        ("operation", &a.operation),
+        ("min_duration", &a.min_duration),
+        ("max_duration", &a.max_duration),
+        ("q", &a.traceql),
+        ("sort", &a.sort),
+    ] {
+        if let Some(v) = v {
+            p.push((k, v.clone()));
+        }
+    }
+    for m in &a.attrs {
+        matcher_arg(m)?;
+        p.push(("attr", m.clone()));
+    }
+    if a.spans {
+        p.push(("group", "spans".into()));
+    }
+    if let Some(l) = a.limit {
+        p.push(("limit", l.to_string()));
+    }
+    Ok(p)
+}
+
+fn log_search_params(a: &LogSearchArgs) -> Result<Vec<(&'static str, String)>, String> {
+    let mut p = range_args(&a.since, &a.start, &a.end)?;
+    for (k, v) in [
+        ("query", &a.text),
+        ("service", &a.service),
+        ("severity", &a.severity),
+        ("min_severity", &a.min_severity),
+        ("trace_id", &a.trace_id),
+    ] {
+        if let Some(v) = v {
+            p.push((k, v.clone()));
+        }
+    }
+    for m in &a.filters {
+        matcher_arg(m)?;
+        p.push(("filter", m.clone()));
+    }
+    if a.forward {
+        p.push(("direction", "forward".into()));
+    }
+    if let Some(l) = a.limit {
+        p.push(("limit", l.to_string()));
+    }
+    Ok(p)
+}
+
 fn aggregate_body(a: &AggregateArgs) -> Result<Value, String> {
     let start = match (&a.since, &a.start) {
         (Some(d), _) => Some(time_arg(&format!("-{d}"))?),
@@ -450,6 +492,37 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
                 v.to_string()
             } else {
                 render::promql(&v)
+            })
+        }
+        QueryCommand::Trace { id } => {
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(format!("{id:?} is not a hex trace id"));
+            }
+            let v = backend
+                .json(args, "GET", &format!("/api/v1/traces/{id}"), None)
+                .await?;
+            Ok(if args.json {
+                v.to_string()
+            } else {
+                render::trace(&v["data"])
+            })
+        }
+        QueryCommand::Traces(a) => {
+            let path = format!("/api/v1/traces/search?{}", form(&trace_search_params(a)?));
+            let v = backend.json(args, "GET", &path, None).await?;
+            Ok(if args.json {
+                v.to_string()
+            } else {
+                render::trace_search(&v["data"])
+            })
+        }
+        QueryCommand::Logs(a) => {
+            let path = format!("/api/v1/logs/search?{}", form(&log_search_params(a)?));
+            let v = backend.json(args, "GET", &path, None).await?;
+            Ok(if args.json {
+                v.to_string()
+            } else {
+                render::logs(&v["data"])
             })
         }
         QueryCommand::Aggregate(a) => {

@@ -261,6 +261,27 @@ fn cli_aggregate_over_url_and_data_dir() {
     )
     .unwrap();
     assert_eq!(r.status, 200);
+    let logs = json!({"resourceLogs": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "chat-api"}}]},
+        "scopeLogs": [{"logRecords": [
+            {"timeUnixNano": T0.to_string(), "severityNumber": 17, "severityText": "ERROR",
+             "body": {"stringValue": "upstream timeout calling openai"}, "traceId": format!("{:032x}", 5)},
+            {"timeUnixNano": (T0 + 1_000_000_000).to_string(), "severityNumber": 9, "severityText": "INFO",
+             "body": {"stringValue": "answered in 12 ms"}}
+        ]}]
+    }]});
+    let r = http(
+        server.http,
+        "POST",
+        "/v1/logs",
+        &[
+            ("content-type", "application/json"),
+            ("x-scope-orgid", "team-a"),
+        ],
+        logs.to_string().as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200);
     let url = format!("http://{}", server.http);
     let q = [
         "aggregate",
@@ -310,6 +331,62 @@ fn cli_aggregate_over_url_and_data_dir() {
     let (ok, offline, err) = cli(&[&["--data-dir", d][..], &q[..]].concat());
     assert!(ok, "{err}");
     assert_eq!(offline, expect);
+    // Trace by id, trace search and log search, offline.
+    let id = format!("{:032x}", 7);
+    let (ok, out, err) = cli(&["--data-dir", d, "--tenant", "team-a", "trace", id.as_str()]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        "span    service   start    duration  status  span_id\n\
+         * chat  chat-api  +0.0 ms  7.0 ms    ok      0000000000000007\n\
+         trace 00000000000000000000000000000007 (1 spans; * = critical path)\n"
+    );
+    let (ok, out, err) = cli(&[
+        "--data-dir",
+        d,
+        "--tenant",
+        "team-a",
+        "traces",
+        "--model",
+        "llama",
+        "--min-duration",
+        "25ms",
+        "--sort",
+        "duration",
+    ]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(
+        lines[1].starts_with(&format!("{:032x}  2026-06-01T00:00:29.000Z  30.0 ms", 30)),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with(&format!("{:032x}  2026-06-01T00:00:26.000Z  27.0 ms", 27)),
+        "{out}"
+    );
+    assert_eq!(lines[3], "(2 of 2 traces)");
+    let (ok, out, err) = cli(&[
+        "--data-dir",
+        d,
+        "--tenant",
+        "team-a",
+        "logs",
+        "timeout",
+        "--start",
+        "2026-06-01T00:00:00Z",
+        "--end",
+        "2026-06-01T01:00:00Z",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        "time                      severity  service   body\n\
+         2026-06-01T00:00:00.000Z  ERROR     chat-api  upstream timeout calling openai\n\
+         (1 of 1 matching lines)\n"
+    );
+    let (ok, _, err) = cli(&["--data-dir", d, "trace", "xyz"]);
+    assert!(!ok && err.contains("not a hex trace id"), "{err}");
     // PromQL goes through the Prometheus API the same way.
     let (ok, out, err) = cli(&["--data-dir", d, "promql", "1+1", "--time", "4"]);
     assert!(ok, "{err}");

@@ -168,6 +168,200 @@ pub fn promql(v: &Value) -> String {
     out.trim_end().to_owned()
 }
 
+fn ns(v: &Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+}
+
+fn millis(v: &Value) -> String {
+    ns(v).map_or("-".into(), |d| format!("{:.1} ms", d as f64 / 1e6))
+}
+
+/// A trace (`/api/v1/traces/{id}`): spans as a tree in start order, `*` on the critical path.
+pub fn trace(data: &Value) -> String {
+    let spans = data["spans"].as_array().cloned().unwrap_or_default();
+    let on_path: std::collections::HashSet<&str> = data["critical_path"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s["span_id"].as_str()).collect())
+        .unwrap_or_default();
+    let ids: std::collections::HashSet<&str> =
+        spans.iter().filter_map(|s| s["span_id"].as_str()).collect();
+    let t0 = spans
+        .iter()
+        .filter_map(|s| ns(&s["start_unix_nano"]))
+        .min()
+        .unwrap_or(0);
+    let mut rows = Vec::new();
+    // Depth-first from the roots (spans whose parent is absent), children in start order.
+    let children = |parent: Option<&str>| -> Vec<&Value> {
+        spans
+            .iter()
+            .filter(|s| {
+                let p = s["parent_span_id"].as_str();
+                match parent {
+                    None => p.is_none_or(|p| !ids.contains(p)),
+                    Some(id) => p == Some(id),
+                }
+            })
+            .collect()
+    };
+    let mut stack: Vec<(&Value, usize)> =
+        children(None).into_iter().rev().map(|s| (s, 0)).collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some((s, depth)) = stack.pop() {
+        let id = s["span_id"].as_str().unwrap_or("");
+        if !seen.insert(id) {
+            continue;
+        }
+        let mark = if on_path.contains(id) { "*" } else { " " };
+        let offset = ns(&s["start_unix_nano"]).map_or(0, |t| t - t0);
+        rows.push(vec![
+            format!(
+                "{mark} {}{}",
+                "  ".repeat(depth),
+                s["name"].as_str().unwrap_or("")
+            ),
+            s["service_name"].as_str().unwrap_or("").to_owned(),
+            format!("+{:.1} ms", offset as f64 / 1e6),
+            millis(&s["duration_nano"]),
+            s["status"]["code"].as_str().unwrap_or("").to_owned(),
+            id.to_owned(),
+        ]);
+        for c in children(Some(id)).into_iter().rev() {
+            stack.push((c, depth + 1));
+        }
+    }
+    let mut out = columns(
+        &[
+            "span".into(),
+            "service".into(),
+            "start".into(),
+            "duration".into(),
+            "status".into(),
+            "span_id".into(),
+        ],
+        &rows,
+    );
+    out.push_str(&format!(
+        "trace {} ({} spans; * = critical path)",
+        data["trace_id"].as_str().unwrap_or(""),
+        spans.len()
+    ));
+    out
+}
+
+/// A trace or span search (`/api/v1/traces/search`).
+pub fn trace_search(data: &Value) -> String {
+    if let Some(traces) = data["traces"].as_array() {
+        let rows: Vec<Vec<String>> = traces
+            .iter()
+            .map(|t| {
+                vec![
+                    t["trace_id"].as_str().unwrap_or("").to_owned(),
+                    ns(&t["start_unix_nano"]).map_or("-".into(), time_ns),
+                    millis(&t["duration_nano"]),
+                    t["root_service_name"].as_str().unwrap_or("").to_owned(),
+                    t["root_span_name"].as_str().unwrap_or("").to_owned(),
+                    cell(&t["span_count"]),
+                    cell(&t["matched"]),
+                ]
+            })
+            .collect();
+        let mut out = columns(
+            &[
+                "trace_id".into(),
+                "start".into(),
+                "duration".into(),
+                "root service".into(),
+                "root span".into(),
+                "spans".into(),
+                "matched".into(),
+            ],
+            &rows,
+        );
+        out.push_str(&format!(
+            "({} of {} traces)",
+            rows.len(),
+            cell(&data["total_traces"])
+        ));
+        return out;
+    }
+    let rows: Vec<Vec<String>> = data["spans"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    vec![
+                        s["trace_id"].as_str().unwrap_or("").to_owned(),
+                        ns(&s["start_unix_nano"]).map_or("-".into(), time_ns),
+                        millis(&s["duration_nano"]),
+                        s["service_name"].as_str().unwrap_or("").to_owned(),
+                        s["name"].as_str().unwrap_or("").to_owned(),
+                        s["status"].as_str().unwrap_or("").to_owned(),
+                        s["model"].as_str().unwrap_or("-").to_owned(),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = columns(
+        &[
+            "trace_id".into(),
+            "start".into(),
+            "duration".into(),
+            "service".into(),
+            "span".into(),
+            "status".into(),
+            "model".into(),
+        ],
+        &rows,
+    );
+    out.push_str(&format!(
+        "({} of {} spans)",
+        rows.len(),
+        cell(&data["total_matched"])
+    ));
+    out
+}
+
+/// A log search (`/api/v1/logs/search`).
+pub fn logs(data: &Value) -> String {
+    let rows: Vec<Vec<String>> = data["lines"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|l| {
+                    let body = match &l["body"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    vec![
+                        ns(&l["time_unix_nano"]).map_or("-".into(), time_ns),
+                        l["severity_text"].as_str().unwrap_or("").to_owned(),
+                        l["service_name"].as_str().unwrap_or("").to_owned(),
+                        body.replace('\n', " "),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = columns(
+        &[
+            "time".into(),
+            "severity".into(),
+            "service".into(),
+            "body".into(),
+        ],
+        &rows,
+    );
+    out.push_str(&format!(
+        "({} of {} matching lines)",
+        rows.len(),
+        cell(&data["matched"])
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
