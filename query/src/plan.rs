@@ -293,8 +293,19 @@ impl Plan {
     }
 
     /// Storage columns this plan reads.
+    /// Whether rows' times are read: for time buckets, `rate` over observed times and row
+    /// listings (which show the time).
+    fn needs_time(&self) -> bool {
+        self.aggregates.is_empty()
+            || self.group_by.iter().any(|g| matches!(g, GroupBy::Time(_)))
+            || self.aggregates.iter().any(|a| a.func == AggFunc::Rate)
+    }
+
     fn projection(&self) -> Result<Vec<String>> {
-        let mut cols: Vec<String> = vec![time_column(self.signal).to_owned()];
+        let mut cols: Vec<String> = Vec::new();
+        if self.needs_time() {
+            cols.push(time_column(self.signal).to_owned());
+        }
         let mut add = |c: &str| {
             if !cols.iter().any(|x| x == c) {
                 cols.push(c.to_owned());

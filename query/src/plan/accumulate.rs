@@ -295,7 +295,11 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
         let n = batch.num_rows();
         explain.rows_scanned += n as u64;
         let keep = filter_mask(plan, batch)?;
-        let ts = times(batch, plan.signal)?;
+        let ts = if plan.needs_time() {
+            Some(times(batch, plan.signal)?)
+        } else {
+            None
+        };
         for (gi, g) in plan.group_by.iter().enumerate() {
             let out = &mut ids[gi];
             out.clear();
@@ -313,7 +317,9 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
                 }
                 GroupBy::Time(_) => {
                     let it = &mut interners[gi];
-                    out.extend(ts.values().iter().map(|&t| it.time(t)));
+                    if let Some(ts) = ts {
+                        out.extend(ts.values().iter().map(|&t| it.time(t)));
+                    }
                 }
             }
         }
@@ -339,9 +345,11 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
                 gids.push(SKIP);
                 continue;
             }
-            let t = ts.value(i);
-            t_min = t_min.min(t);
-            t_max = t_max.max(t);
+            if let Some(ts) = ts {
+                let t = ts.value(i);
+                t_min = t_min.min(t);
+                t_max = t_max.max(t);
+            }
             let mut key: u128 = 0;
             for col_ids in &ids {
                 key = (key << 32) | u128::from(col_ids[i]);

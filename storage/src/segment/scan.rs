@@ -19,7 +19,7 @@ use crate::error::{IoContext, Result, StorageError};
 use crate::postings::Lookup;
 use crate::predicate::{self, MatchOp, Predicate, ScanRequest};
 use crate::schema::{self, col};
-use crate::types::{Signal, TraceId};
+use crate::types::{Signal, TimeRange, TraceId};
 
 /// How much each pruning stage kept; returned with every scan so that tests (and `explain`) can
 /// prove which data was touched.
@@ -86,7 +86,10 @@ impl<'a> CompiledScan<'a> {
             None => schema.fields().iter().map(|f| f.name().clone()).collect(),
         };
         let mut needed: HashSet<&str> = output.iter().map(String::as_str).collect();
-        needed.insert(schema::time_column(req.signal));
+        // An unbounded range needs no time values (samples always do, to deduplicate).
+        if req.time != TimeRange::ALL || req.signal == Signal::Samples {
+            needed.insert(schema::time_column(req.signal));
+        }
         if req.signal == Signal::Samples {
             // Samples are deduplicated across sources before projection.
             needed.extend([col::SERIES_ID, col::TIMESTAMP, col::VALUE]);
@@ -139,15 +142,17 @@ impl<'a> CompiledScan<'a> {
         let n = batch.num_rows();
         let signal = self.req.signal;
         let mut masks = Vec::new();
-        let times = super::time_values(signal, batch)?;
-        let unit = schema::time_unit_nanos(signal);
         let range = self.req.time;
-        masks.push(
-            times
-                .iter()
-                .map(|&t| Some(range.contains(crate::types::UnixNanos(t.saturating_mul(unit)))))
-                .collect::<BooleanArray>(),
-        );
+        if range != TimeRange::ALL {
+            let times = super::time_values(signal, batch)?;
+            let unit = schema::time_unit_nanos(signal);
+            masks.push(
+                times
+                    .iter()
+                    .map(|&t| Some(range.contains(crate::types::UnixNanos(t.saturating_mul(unit)))))
+                    .collect::<BooleanArray>(),
+            );
+        }
         if signal == Signal::Samples {
             if let Some(set) = &self.series_filter {
                 let ids = crate::columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
@@ -203,9 +208,13 @@ impl<'a> CompiledScan<'a> {
             fields.push(schema.field(idx).clone());
             columns.push(filtered.column(idx).clone());
         }
-        Ok(RecordBatch::try_new(
+        // An empty projection (a count) still carries its row count.
+        let options =
+            arrow_array::RecordBatchOptions::new().with_row_count(Some(filtered.num_rows()));
+        Ok(RecordBatch::try_new_with_options(
             Arc::new(Schema::new(fields)),
             columns,
+            &options,
         )?)
     }
 }
