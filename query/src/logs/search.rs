@@ -6,7 +6,7 @@ use arrow_array::{Array, FixedSizeBinaryArray, Int32Array, RecordBatch, Timestam
 use sightline_storage::schema::col;
 use sightline_storage::{
     LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, SpanId, Store, TenantId,
-    TimeRange, TraceId,
+    TimeRange, TraceId, UnixNanos,
 };
 
 use super::labels::{attribute_value, level_of};
@@ -174,20 +174,60 @@ pub(crate) fn decode_row(batch: &RecordBatch, row: usize) -> Result<LogRecord> {
 }
 
 /// Runs a search: newest (or oldest) `limit` lines matching the filter.
+///
+/// Two passes: the first reads only the time column (and the columns of the conditions storage
+/// does not evaluate) of every matching line, which gives the count and the time of the
+/// `limit`-th line; the second reads whole lines only from that time on (to the end of the
+/// range, or from its start for `Forward`), where row-group statistics of the time-sorted
+/// segments skip most of the data. `explain` is the first pass's: it covers every matching
+/// line.
 pub fn search(store: &Store, tenant: &TenantId, req: &SearchRequest) -> Result<SearchResult> {
-    let scan = store.scan(&req.filter.scan_request(tenant))?;
-    let mut hits = matching_rows(&scan.batches, &req.filter)?;
+    let limit = req.limit.min(MAX_LIMIT);
+    let mut light = req.filter.scan_request(tenant);
+    let mut columns = vec![col::TIME.to_owned()];
+    if req.filter.min_severity.is_some() {
+        columns.push(col::SEVERITY_NUMBER.to_owned());
+    }
+    if req.filter.span_id.is_some() {
+        columns.push(col::SPAN_ID.to_owned());
+    }
+    light.projection = Some(columns);
+    let first = store.scan(&light)?;
+    let mut hits = matching_rows(&first.batches, &req.filter)?;
     let matched = hits.len();
     sort_hits(&mut hits, req.direction);
-    hits.truncate(req.limit.min(MAX_LIMIT));
+    hits.truncate(limit);
+    let Some(&(cutoff, _, _)) = hits.last() else {
+        return Ok(SearchResult {
+            lines: Vec::new(),
+            matched,
+            explain: first.stats,
+        });
+    };
+    let mut narrow = req.filter.clone();
+    let (start, end) = (narrow.time.start, narrow.time.end);
+    narrow.time = match req.direction {
+        Direction::Backward => TimeRange {
+            start: UnixNanos(cutoff.max(start.0)),
+            end,
+        },
+        Direction::Forward => TimeRange {
+            start,
+            end: UnixNanos(cutoff.saturating_add(1).min(end.0)),
+        },
+    };
+    let second = store.scan(&narrow.scan_request(tenant))?;
+    let mut hits = matching_rows(&second.batches, &narrow)?;
+    sort_hits(&mut hits, req.direction);
+    hits.truncate(limit);
     let lines = hits
         .iter()
-        .map(|&(_, bi, row)| decode_row(&scan.batches[bi], row))
+        .map(|&(_, bi, row)| decode_row(&second.batches[bi], row))
         .collect::<Result<Vec<_>>>()?;
     Ok(SearchResult {
         lines,
         matched,
-        explain: scan.stats,
+        explain: first.stats,
     })
 }
 
