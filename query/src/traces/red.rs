@@ -20,6 +20,10 @@ use crate::error::{QueryError, Result};
 /// Most buckets one RED query may produce.
 pub const MAX_BUCKETS: i64 = 11_000;
 
+/// Most spans one RED query folds (their durations are kept for exact quantiles: 8 bytes
+/// each, twice).
+pub const MAX_RED_SPANS: u64 = 50_000_000;
+
 /// What spans are grouped by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -155,6 +159,7 @@ pub fn red(store: &Store, tenant: &TenantId, q: &RedQuery) -> Result<RedResult> 
     let group_col = q.group_by.column();
     // group -> bucket index -> (durations, errors)
     let mut acc: BTreeMap<String, BTreeMap<i64, (Vec<i64>, u64)>> = BTreeMap::new();
+    let mut total: u64 = 0;
     let extra = [group_col, col::START_TIME, col::DURATION, col::STATUS_CODE];
     let stats = scan_matching(store, tenant, q.time, &q.conds, &extra, |b, mask| {
         let g = column::<StringArray>(b, group_col)?;
@@ -171,11 +176,18 @@ pub fn red(store: &Store, tenant: &TenantId, q: &RedQuery) -> Result<RedResult> 
                 g.value(i)
             };
             let bucket = (start.value(i) - q.time.start.0) / q.step_nanos;
-            let e = acc
-                .entry(key.to_owned())
-                .or_default()
-                .entry(bucket)
-                .or_default();
+            total += 1;
+            if total > MAX_RED_SPANS {
+                return Err(QueryError::Execution(format!(
+                    "RED over more than {MAX_RED_SPANS} spans; narrow the time range or add filters"
+                )));
+            }
+            // Look up before inserting: no allocation per row for groups already seen.
+            let buckets = match acc.get_mut(key) {
+                Some(b) => b,
+                None => acc.entry(key.to_owned()).or_default(),
+            };
+            let e = buckets.entry(bucket).or_default();
             e.0.push(dur.value(i));
             e.1 += u64::from(status.value(i) == StatusCode::Error as u8);
         }
