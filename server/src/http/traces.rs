@@ -55,12 +55,13 @@ pub(crate) fn bad(msg: impl std::fmt::Display) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, msg.to_string())
 }
 
-/// Maps a query error onto a status: input problems are 400, storage failures 500.
+/// Maps a query error onto a status (see [`super::aggregate::query_status`]): input problems
+/// are 400, queries too large to run 422, storage failures 500.
 pub(crate) fn query_error(e: QueryError) -> ApiError {
+    let status = super::aggregate::query_status(&e);
     match e {
         QueryError::Storage(sightline_storage::StorageError::InvalidQuery(m)) => bad(m),
-        QueryError::Storage(s) => ApiError(StatusCode::INTERNAL_SERVER_ERROR, s.to_string()),
-        other => bad(other),
+        other => ApiError(status, other.to_string()),
     }
 }
 
