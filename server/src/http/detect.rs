@@ -20,7 +20,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
-use serde_json::json;
 use sightline_detect::entropy::{UncertaintyOptions, response_uncertainty};
 use sightline_detect::granger::{Differencing, GrangerRequest, granger};
 use sightline_detect::hallucination::{HallucinationRequest, hallucination_index};
@@ -45,11 +44,7 @@ struct ApiError(StatusCode, String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.0,
-            axum::Json(json!({"status": "error", "error": self.1})),
-        )
-            .into_response()
+        super::api_error(self.0, self.1)
     }
 }
 

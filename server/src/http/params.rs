@@ -97,54 +97,10 @@ pub(crate) fn parse_time(s: &str) -> Result<i64, String> {
             Err(bad())
         };
     }
-    parse_rfc3339(s).ok_or_else(bad)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`.
-fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut rest = s.get(19..)?;
-    let mut frac_ns = 0i64;
-    if let Some(r) = rest.strip_prefix('.') {
-        let n = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
-        if n == 0 {
-            return None;
-        }
-        let digits = &r[..n.min(9)];
-        frac_ns = digits.parse::<i64>().ok()? * 10i64.pow(9 - digits.len() as u32);
-        rest = &r[n..];
-    }
-    let offset_s = match rest {
-        "Z" | "z" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) => {
-            let oh: i64 = o.get(1..3)?.parse().ok()?;
-            let om: i64 = o.get(4..6)?.parse().ok()?;
-            let v = oh * 3600 + om * 60;
-            if o.starts_with('-') { -v } else { v }
-        }
-        _ => return None,
-    };
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset_s;
-    secs.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+    // RFC 3339 (any offset), through the same parser as the other query APIs.
+    sightline_query::time::parse_time(s)
+        .map(|t| t.0)
+        .map_err(|_| bad())
 }
 
 /// A step or window: a duration (`30s`, `1m`) or a number of seconds (`15`, `0.5`).

@@ -43,11 +43,7 @@ pub(crate) struct ApiError(pub StatusCode, pub String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.0,
-            axum::Json(json!({"status": "error", "error": self.1})),
-        )
-            .into_response()
+        super::api_error(self.0, self.1)
     }
 }
 
