@@ -5,9 +5,10 @@
 use std::borrow::Cow;
 
 use arrow_array::{
-    Array, Float64Array, Int32Array, Int64Array, MapArray, RecordBatch, StringArray, StructArray,
+    Array, Float64Array, Int32Array, Int64Array, MapArray, RecordBatch, StringArray,
     TimestampNanosecondArray, UInt8Array,
 };
+use sightline_storage::columnar::AttrReader;
 use sightline_storage::model::StatusCode;
 use sightline_storage::predicate::span_kind_name;
 use sightline_storage::schema::{self, col};
@@ -158,62 +159,12 @@ pub(crate) fn times(batch: &RecordBatch, signal: Signal) -> Result<&TimestampNan
         .ok_or_else(|| missing(c))
 }
 
-/// One attribute map column: offsets, keys and the string rendering of values.
-pub(crate) struct AttrMap<'a> {
-    offsets: &'a [i32],
-    keys: &'a StringArray,
-    kind: &'a UInt8Array,
-    str_: &'a StringArray,
-    int: &'a Int64Array,
-    double: &'a Float64Array,
-    bool_: &'a arrow_array::BooleanArray,
-}
-
-impl<'a> AttrMap<'a> {
-    fn new(batch: &'a RecordBatch, column: &str) -> Result<Self> {
-        let map: &MapArray = batch
-            .column_by_name(column)
-            .and_then(|a| a.as_any().downcast_ref())
-            .ok_or_else(|| missing(column))?;
-        let entries = map.entries();
-        let keys = child(entries, 0, column)?;
-        let values: &StructArray = child(entries, 1, column)?;
-        Ok(Self {
-            offsets: map.value_offsets(),
-            keys,
-            kind: child(values, 0, column)?,
-            str_: child(values, 1, column)?,
-            int: child(values, 2, column)?,
-            double: child(values, 3, column)?,
-            bool_: child(values, 4, column)?,
-        })
-    }
-
-    /// The value of `key` in row `row`, rendered as Prometheus-style text.
-    fn find(&self, row: usize, key: &str) -> Option<Cow<'a, str>> {
-        let start = usize::try_from(*self.offsets.get(row)?).ok()?;
-        let end = usize::try_from(*self.offsets.get(row + 1)?).ok()?;
-        if end > self.keys.len() {
-            return None;
-        }
-        (start..end).find(|&e| self.keys.value(e) == key).map(|e| {
-            // Kinds: 0 str, 1 bool, 2 int, 3 double, 4 bytes, 5 array, 6 kvlist, 7 empty.
-            match self.kind.value(e) {
-                1 => Cow::Borrowed(if self.bool_.value(e) { "true" } else { "false" }),
-                2 => Cow::Owned(self.int.value(e).to_string()),
-                3 => Cow::Owned(self.double.value(e).to_string()),
-                0 | 5 | 6 if !self.str_.is_null(e) => Cow::Borrowed(self.str_.value(e)),
-                _ => Cow::Borrowed(""),
-            }
-        })
-    }
-}
-
-fn child<'a, T: 'static>(s: &'a StructArray, idx: usize, column: &str) -> Result<&'a T> {
-    s.columns()
-        .get(idx)
-        .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| missing(column))
+fn attr_map<'a>(batch: &'a RecordBatch, column: &str) -> Result<AttrReader<'a>> {
+    let map: &MapArray = batch
+        .column_by_name(column)
+        .and_then(|a| a.as_any().downcast_ref())
+        .ok_or_else(|| missing(column))?;
+    Ok(AttrReader::new(map)?)
 }
 
 /// A group key column of one batch.
@@ -223,8 +174,8 @@ pub(crate) enum KeyCol<'a> {
     Kind(&'a UInt8Array),
     Int(&'a Int32Array),
     Attr {
-        attrs: AttrMap<'a>,
-        resource: AttrMap<'a>,
+        attrs: AttrReader<'a>,
+        resource: AttrReader<'a>,
         key: &'a str,
     },
 }
@@ -247,8 +198,8 @@ impl<'a> KeyCol<'a> {
                 .ok_or_else(|| missing(c))
             }
             None => Ok(KeyCol::Attr {
-                attrs: AttrMap::new(batch, col::ATTRIBUTES)?,
-                resource: AttrMap::new(batch, col::RESOURCE_ATTRIBUTES)?,
+                attrs: attr_map(batch, col::ATTRIBUTES)?,
+                resource: attr_map(batch, col::RESOURCE_ATTRIBUTES)?,
                 key,
             }),
         }
@@ -271,7 +222,9 @@ impl<'a> KeyCol<'a> {
                 key,
             } => attrs
                 .find(i, key)
-                .or_else(|| resource.find(i, key))
+                .ok()
+                .flatten()
+                .or_else(|| resource.find(i, key).ok().flatten())
                 .unwrap_or(Cow::Borrowed("")),
         }
     }

@@ -47,8 +47,9 @@ fn opt_f64(a: &Float64Array, i: usize) -> Option<f64> {
     (!a.is_null(i)).then(|| a.value(i))
 }
 
-/// Decodes the attribute values of an attribute map column's entries struct.
-pub(crate) struct AttrReader<'a> {
+/// Reads an attribute map column (`attributes`, `resource_attributes`) of a batch without
+/// copying: entries of a row, their keys, and their values as text or typed.
+pub struct AttrReader<'a> {
     offsets: &'a [i32],
     keys: &'a StringArray,
     kind: &'a UInt8Array,
@@ -60,7 +61,8 @@ pub(crate) struct AttrReader<'a> {
 }
 
 impl<'a> AttrReader<'a> {
-    pub(crate) fn new(map: &'a MapArray) -> Result<Self> {
+    /// Wraps a map column; fails when its layout is not the attribute map's.
+    pub fn new(map: &'a MapArray) -> Result<Self> {
         let entries = map.entries();
         let keys = child::<StringArray>(entries, 0)?;
         let values = child::<StructArray>(entries, 1)?;
@@ -77,7 +79,7 @@ impl<'a> AttrReader<'a> {
     }
 
     /// The entry index range of row `row`.
-    pub(crate) fn range(&self, row: usize) -> Result<std::ops::Range<usize>> {
+    pub fn range(&self, row: usize) -> Result<std::ops::Range<usize>> {
         let start = *self
             .offsets
             .get(row)
@@ -96,7 +98,8 @@ impl<'a> AttrReader<'a> {
         AttrKind::from_code(self.kind.value(entry))
     }
 
-    pub(crate) fn key(&self, entry: usize) -> &'a str {
+    /// The key of entry `entry`.
+    pub fn key(&self, entry: usize) -> &'a str {
         self.keys.value(entry)
     }
 
@@ -120,11 +123,21 @@ impl<'a> AttrReader<'a> {
     }
 
     /// The rendered value of `entry` without allocating an `AttrValue` for strings.
-    pub(crate) fn rendered(&self, entry: usize) -> Result<std::borrow::Cow<'a, str>> {
+    pub fn rendered(&self, entry: usize) -> Result<std::borrow::Cow<'a, str>> {
         if self.kind.value(entry) == AttrKind::Str as u8 {
             return Ok(std::borrow::Cow::Borrowed(self.str_.value(entry)));
         }
         Ok(std::borrow::Cow::Owned(self.value(entry)?.render()))
+    }
+
+    /// The value of `key` in row `row` as text, if the row has the key.
+    pub fn find(&self, row: usize, key: &str) -> Result<Option<std::borrow::Cow<'a, str>>> {
+        for e in self.range(row)? {
+            if self.key(e) == key {
+                return self.rendered(e).map(Some);
+            }
+        }
+        Ok(None)
     }
 
     pub(crate) fn row(&self, row: usize) -> Result<Attributes> {
