@@ -113,7 +113,7 @@ pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<Re
     } else {
         indices
     };
-    Ok(arrow_select::take::take_record_batch(batch, &indices)?)
+    columnar::take_batch(batch, &indices)
 }
 
 fn writer_properties(

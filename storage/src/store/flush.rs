@@ -50,7 +50,7 @@ pub(crate) fn partition_rows(
         let idx = arrow_array::UInt32Array::from(idx);
         out.push((
             UnixNanos(p),
-            arrow_select::take::take_record_batch(&all, &idx)?,
+            crate::columnar::take_batch(&all, &idx)?,
         ));
     }
     out.sort_by_key(|(p, _)| *p);
