@@ -19,9 +19,9 @@ use arrow_array::{
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 
 pub use decode::AttrReader;
-pub(crate) use take::take_batch;
 pub(crate) use decode::{column as decode_column, sample_columns};
 pub use decode::{json_to_attr, logs_from_batch, series_from_batch, spans_from_batch};
+pub(crate) use take::take_batch;
 
 use crate::error::Result;
 use crate::model::{

@@ -82,9 +82,8 @@ fn take_array(array: &ArrayRef, indices: &UInt32Array) -> Result<ArrayRef> {
 /// The validity of the selected rows.
 fn take_nulls(nulls: Option<&NullBuffer>, indices: &UInt32Array) -> Option<NullBuffer> {
     let nulls = nulls.filter(|n| n.null_count() > 0)?;
-    let bits = BooleanBuffer::collect_bool(indices.len(), |i| {
-        nulls.is_valid(indices.value(i) as usize)
-    });
+    let bits =
+        BooleanBuffer::collect_bool(indices.len(), |i| nulls.is_valid(indices.value(i) as usize));
     Some(NullBuffer::new(bits))
 }
 
@@ -123,6 +122,7 @@ fn child_indices(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::columnar::{spans_from_batch, spans_to_batch};
@@ -149,7 +149,7 @@ mod tests {
                 },
             ));
         }
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             s.events.push(SpanEvent {
                 time: UnixNanos(start.0 + 5),
                 name: "e".into(),
@@ -169,7 +169,11 @@ mod tests {
         let arrows = arrow_select::take::take_record_batch(&batch, &idx).unwrap();
         assert_eq!(ours, arrows);
         let got = spans_from_batch(&ours).unwrap();
-        let want: Vec<SpanRecord> = idx.values().iter().map(|&i| spans[i as usize].clone()).collect();
+        let want: Vec<SpanRecord> = idx
+            .values()
+            .iter()
+            .map(|&i| spans[i as usize].clone())
+            .collect();
         assert_eq!(got, want);
         let sliced = batch.slice(5, 20);
         let idx = UInt32Array::from(vec![19u32, 0, 4, 10]);
