@@ -184,3 +184,58 @@ mod tests {
         assert!(take_batch(&batch, &UInt32Array::from(vec![40u32])).is_err());
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod timing {
+    use super::*;
+    use crate::columnar::spans_to_batch;
+    use crate::model::{AttrValue, SpanRecord};
+    use crate::types::{SpanId, TraceId, UnixNanos};
+
+    #[test]
+    #[ignore = "timing, run by hand with --release"]
+    fn take_timing() {
+        let spans: Vec<SpanRecord> = (0..100_000u32)
+            .map(|i| {
+                let mut s = SpanRecord::new(
+                    TraceId([(i % 251 + 1) as u8; 16]),
+                    SpanId([1; 8]),
+                    "svc",
+                    "chat",
+                    UnixNanos(1_700_000_000_000_000_000 + i64::from(i)),
+                    UnixNanos(1_700_000_000_000_000_100 + i64::from(i)),
+                );
+                for a in 0..10 {
+                    s.attributes.push((
+                        format!("attr.key.{a}"),
+                        AttrValue::Str(format!("value {i} {a}")),
+                    ));
+                }
+                s
+            })
+            .collect();
+        let batch = spans_to_batch(&spans).unwrap();
+        let mut idx: Vec<u32> = (0..100_000).collect();
+        idx.sort_by_key(|&i| (i * 7919) % 100_000);
+        let idx = UInt32Array::from(idx);
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let a = arrow_select::take::take_record_batch(&batch, &idx).unwrap();
+            let ta = t.elapsed();
+            let t = std::time::Instant::now();
+            let b = take_batch(&batch, &idx).unwrap();
+            let tb = t.elapsed();
+            assert_eq!(a, b);
+            eprintln!("arrow take {ta:?}, nested take {tb:?}");
+            for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+                let t = std::time::Instant::now();
+                take_array(c, &idx).unwrap();
+                let e = t.elapsed();
+                if e > std::time::Duration::from_millis(5) {
+                    eprintln!("  {} {e:?}", f.name());
+                }
+            }
+        }
+    }
+}
