@@ -1,0 +1,177 @@
+/**
+ * Trace search answers -> a table with links, and one trace -> Grafana's trace frame.
+ *
+ * The trace frame follows the shape Grafana's trace view reads (`TraceSpanRow` in
+ * `@grafana/data`): traceID, spanID, parentSpanID, operationName, serviceName, serviceTags,
+ * startTime and duration in ms, logs, tags, kind, statusCode (0 unset, 1 ok, 2 error) and
+ * statusMessage, with `preferredVisualisationType: 'trace'`.
+ */
+import { createDataFrame, DataFrame, DataLink, FieldType } from '@grafana/data';
+
+import { TraceResponse, TraceSearchResponse, TraceSpan } from '../api/responses';
+import { QueryType, SightlineQuery } from '../types';
+
+/** Enough of the datasource to build internal links back to it. */
+export interface DatasourceRef {
+  uid: string;
+  name: string;
+}
+
+const NS_PER_MS = 1e6;
+
+function internalLink(ds: DatasourceRef | undefined, title: string, query: Partial<SightlineQuery>): DataLink[] {
+  if (!ds) {
+    return [];
+  }
+  return [
+    {
+      title,
+      url: '',
+      internal: { datasourceUid: ds.uid, datasourceName: ds.name, query: { refId: 'A', ...query } },
+    },
+  ];
+}
+
+/** One row per trace: ids link to the trace view, the first matched LLM span to its tokens. */
+export function traceSearchFrame(resp: TraceSearchResponse, refId: string, ds?: DatasourceRef): DataFrame {
+  const rows = resp.traces;
+  const llm = rows.map((t) => t.spans.find((s) => s.model) ?? t.spans[0]);
+  const sum = (pick: (s: TraceSearchResponse['traces'][number]['spans'][number]) => number | null | undefined) =>
+    rows.map((t) => {
+      const vs = t.spans.map(pick).filter((v): v is number => typeof v === 'number');
+      return vs.length ? vs.reduce((a, b) => a + b, 0) : null;
+    });
+  return createDataFrame({
+    refId,
+    name: 'traces',
+    meta: {
+      preferredVisualisationType: 'table',
+      custom: { totalTraces: resp.total_traces, totalSpans: resp.total_spans },
+    },
+    fields: [
+      {
+        name: 'traceID',
+        type: FieldType.string,
+        values: rows.map((t) => t.trace_id),
+        config: {
+          displayName: 'Trace ID',
+          links: internalLink(ds, 'Open trace', { queryType: QueryType.Trace, traceId: '${__value.raw}' }),
+        },
+      },
+      { name: 'start', type: FieldType.time, values: rows.map((t) => t.start_unix_nano / NS_PER_MS) },
+      { name: 'service', type: FieldType.string, values: rows.map((t) => t.root_service_name ?? '') },
+      { name: 'name', type: FieldType.string, values: rows.map((t) => t.root_span_name ?? '') },
+      {
+        name: 'duration',
+        type: FieldType.number,
+        values: rows.map((t) => t.duration_nano / NS_PER_MS),
+        config: { unit: 'ms' },
+      },
+      { name: 'spans', type: FieldType.number, values: rows.map((t) => t.span_count) },
+      { name: 'matched', type: FieldType.number, values: rows.map((t) => t.matched) },
+      { name: 'model', type: FieldType.string, values: llm.map((s) => s?.model ?? '') },
+      { name: 'provider', type: FieldType.string, values: llm.map((s) => s?.provider ?? '') },
+      { name: 'input tokens', type: FieldType.number, values: sum((s) => s.input_tokens) },
+      { name: 'output tokens', type: FieldType.number, values: sum((s) => s.output_tokens) },
+      {
+        name: 'status',
+        type: FieldType.string,
+        values: rows.map((t) => (t.spans.some((s) => s.status === 'error') ? 'error' : (t.spans[0]?.status ?? ''))),
+      },
+      {
+        name: 'spanID',
+        type: FieldType.string,
+        values: llm.map((s) => s?.span_id ?? ''),
+        config: {
+          displayName: 'LLM span',
+          links: internalLink(ds, 'Tokens of this response', {
+            queryType: QueryType.Tokens,
+            traceId: '${__data.fields.traceID}',
+            spanId: '${__value.raw}',
+          }),
+        },
+      },
+    ],
+  });
+}
+
+type KeyValue = { key: string; value: unknown };
+
+function pairs(obj: Record<string, unknown> | undefined): KeyValue[] {
+  return Object.entries(obj ?? {})
+    .filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0))
+    .map(([key, value]) => ({ key, value }));
+}
+
+/** Promoted GenAI and quality columns back under their semantic-convention names. */
+function spanTags(s: TraceSpan): KeyValue[] {
+  const genAi = Object.entries(s.gen_ai ?? {}).map(([k, v]) => [`gen_ai.${genAiKey(k)}`, v] as const);
+  const quality = Object.entries(s.quality ?? {}).map(([k, v]) => [`sightline.quality.${k}`, v] as const);
+  const promoted = pairs(Object.fromEntries([...genAi, ...quality]));
+  const own = pairs(s.attributes).filter((kv) => !promoted.some((p) => p.key === kv.key));
+  return [...promoted, ...own];
+}
+
+function genAiKey(k: string): string {
+  const map: Record<string, string> = {
+    operation_name: 'operation.name',
+    provider_name: 'provider.name',
+    request_model: 'request.model',
+    response_model: 'response.model',
+    input_tokens: 'usage.input_tokens',
+    output_tokens: 'usage.output_tokens',
+    total_tokens: 'usage.total_tokens',
+    cache_read_input_tokens: 'usage.cache_read_input_tokens',
+    temperature: 'request.temperature',
+    finish_reasons: 'response.finish_reasons',
+    conversation_id: 'conversation.id',
+  };
+  return map[k] ?? k;
+}
+
+const STATUS: Record<string, number> = { unset: 0, ok: 1, error: 2 };
+
+/** A trace for Grafana's trace view; spans on the critical path are tagged. */
+export function traceFrame(trace: TraceResponse, refId: string): DataFrame {
+  const spans = trace.spans;
+  const critical = new Set(trace.critical_path.map((c) => c.span_id));
+  return createDataFrame({
+    refId,
+    name: `trace ${trace.trace_id}`,
+    meta: { preferredVisualisationType: 'trace' },
+    fields: [
+      { name: 'traceID', type: FieldType.string, values: spans.map((s) => s.trace_id) },
+      { name: 'spanID', type: FieldType.string, values: spans.map((s) => s.span_id) },
+      { name: 'parentSpanID', type: FieldType.string, values: spans.map((s) => s.parent_span_id ?? undefined) },
+      { name: 'operationName', type: FieldType.string, values: spans.map((s) => s.name) },
+      { name: 'serviceName', type: FieldType.string, values: spans.map((s) => s.service_name) },
+      {
+        name: 'serviceTags',
+        type: FieldType.other,
+        values: spans.map((s) => [{ key: 'service.name', value: s.service_name }, ...pairs(s.resource_attributes)]),
+      },
+      { name: 'startTime', type: FieldType.number, values: spans.map((s) => s.start_unix_nano / NS_PER_MS) },
+      { name: 'duration', type: FieldType.number, values: spans.map((s) => s.duration_nano / NS_PER_MS) },
+      {
+        name: 'logs',
+        type: FieldType.other,
+        values: spans.map((s) =>
+          s.events.map((e) => ({ timestamp: e.time_unix_nano / NS_PER_MS, name: e.name, fields: pairs(e.attributes) }))
+        ),
+      },
+      {
+        name: 'tags',
+        type: FieldType.other,
+        values: spans.map((s) => [
+          ...spanTags(s),
+          ...(critical.has(s.span_id) ? [{ key: 'sightline.critical_path', value: true }] : []),
+        ]),
+      },
+      { name: 'kind', type: FieldType.string, values: spans.map((s) => s.kind) },
+      { name: 'statusCode', type: FieldType.number, values: spans.map((s) => STATUS[s.status.code] ?? 0) },
+      { name: 'statusMessage', type: FieldType.string, values: spans.map((s) => s.status.message || undefined) },
+      { name: 'instrumentationLibraryName', type: FieldType.string, values: spans.map((s) => s.scope?.name) },
+      { name: 'instrumentationLibraryVersion', type: FieldType.string, values: spans.map((s) => s.scope?.version) },
+    ],
+  });
+}
