@@ -79,10 +79,11 @@ export function bandFrames(
     const name = (p: string) => `${label} ${p}`;
     const actualValues = col('actual');
     const flags = col('anomalous');
+    const predictedValues = col('predicted');
     const fields = [
       { name: 'Time', type: FieldType.time, values: ts },
       numberField('value', name('value'), actualValues, g.labels, { custom: { lineWidth: 2 } }),
-      numberField('predicted', name('predicted'), col('predicted'), g.labels, {
+      numberField('predicted', name('predicted'), predictedValues, g.labels, {
         custom: { lineStyle: { fill: 'dash', dash: [6, 4] }, lineWidth: 1 },
       }),
       numberField('lower', name('lower'), col('lower'), g.labels, {
@@ -96,7 +97,8 @@ export function bandFrames(
       numberField(
         'anomaly',
         name('anomaly'),
-        flags.map((f, i) => (f !== null && f >= 0.5 ? actualValues[i] : null)),
+        // Marked on the actual value, or on the forecast when the source series is unknown.
+        flags.map((f, i) => (f !== null && f >= 0.5 ? (actualValues[i] ?? predictedValues[i]) : null)),
         g.labels,
         { custom: { drawStyle: 'points', pointSize: 8 }, color: { mode: 'fixed', fixedColor: 'red' } }
       ),

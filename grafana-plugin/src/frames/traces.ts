@@ -17,7 +17,13 @@ export interface DatasourceRef {
   name: string;
 }
 
-const NS_PER_MS = 1e6;
+/**
+ * Nanoseconds -> milliseconds, rounded to the microsecond: epoch nanoseconds exceed 2^53, so
+ * the JSON number is already off by up to ~256 ns and a plain division shows that noise.
+ */
+export function nsToMs(ns: number): number {
+  return Math.round(ns / 1e3) / 1e3;
+}
 
 function internalLink(ds: DatasourceRef | undefined, title: string, query: Partial<SightlineQuery>): DataLink[] {
   if (!ds) {
@@ -58,13 +64,13 @@ export function traceSearchFrame(resp: TraceSearchResponse, refId: string, ds?: 
           links: internalLink(ds, 'Open trace', { queryType: QueryType.Trace, traceId: '${__value.raw}' }),
         },
       },
-      { name: 'start', type: FieldType.time, values: rows.map((t) => t.start_unix_nano / NS_PER_MS) },
+      { name: 'start', type: FieldType.time, values: rows.map((t) => nsToMs(t.start_unix_nano)) },
       { name: 'service', type: FieldType.string, values: rows.map((t) => t.root_service_name ?? '') },
       { name: 'name', type: FieldType.string, values: rows.map((t) => t.root_span_name ?? '') },
       {
         name: 'duration',
         type: FieldType.number,
-        values: rows.map((t) => t.duration_nano / NS_PER_MS),
+        values: rows.map((t) => nsToMs(t.duration_nano)),
         config: { unit: 'ms' },
       },
       { name: 'spans', type: FieldType.number, values: rows.map((t) => t.span_count) },
@@ -150,13 +156,13 @@ export function traceFrame(trace: TraceResponse, refId: string): DataFrame {
         type: FieldType.other,
         values: spans.map((s) => [{ key: 'service.name', value: s.service_name }, ...pairs(s.resource_attributes)]),
       },
-      { name: 'startTime', type: FieldType.number, values: spans.map((s) => s.start_unix_nano / NS_PER_MS) },
-      { name: 'duration', type: FieldType.number, values: spans.map((s) => s.duration_nano / NS_PER_MS) },
+      { name: 'startTime', type: FieldType.number, values: spans.map((s) => nsToMs(s.start_unix_nano)) },
+      { name: 'duration', type: FieldType.number, values: spans.map((s) => nsToMs(s.duration_nano)) },
       {
         name: 'logs',
         type: FieldType.other,
         values: spans.map((s) =>
-          s.events.map((e) => ({ timestamp: e.time_unix_nano / NS_PER_MS, name: e.name, fields: pairs(e.attributes) }))
+          s.events.map((e) => ({ timestamp: nsToMs(e.time_unix_nano), name: e.name, fields: pairs(e.attributes) }))
         ),
       },
       {
