@@ -20,6 +20,7 @@ const esmOnly = [
   'react-colorful',
   'rxjs',
   'uuid',
+  '@react-hookz',
 ];
 
 module.exports = {

@@ -23,7 +23,7 @@ export interface RangeMs {
   toMs: number;
 }
 
-/** Longest step Sightline is asked for when the query gives none, and the shortest. */
+/** Shortest step Sightline is asked for (a panel interval can be smaller). */
 const MIN_STEP_MS = 1_000;
 
 /** Thrown for a query that cannot be sent (missing detector, bad trace id, ...). */
@@ -77,11 +77,8 @@ export function qualityRequest(q: SightlineQuery, range: RangeMs, intervalMs?: n
 
 /** PromQL selecting a detector's written series: predicted, lower, upper and anomalous. */
 export function detectorSeriesSelector(detector: string): string {
-  return `{__name__=~"${escapePromRegex(detector)}:(predicted|lower|upper|anomalous)"}`;
-}
-
-function escapePromRegex(s: string): string {
-  return s.replace(/[\\.^$|?*+()[\]{}"]/g, (c) => (c === '"' ? '\\"' : `\\\\${c}`));
+  // Names are checked to be [a-zA-Z_][a-zA-Z0-9_]* (requireDetector): nothing to escape.
+  return `{__name__=~"${detector}:(predicted|lower|upper|anomalous)"}`;
 }
 
 /** Prometheus range query (seconds, as Prometheus takes them). */

@@ -8,7 +8,7 @@ import { dateTime, DataQueryRequest, DataSourceInstanceSettings, FieldType } fro
 
 import { DataSource } from '../datasource';
 import { SightlineOptions, SightlineQuery } from '../types';
-import { BASE_S, METRIC_POINTS } from './otlp';
+import { RANGE } from './otlp';
 import { binaryPath, binaryRequired } from './server';
 
 /** Whether the contract tests can run; prints why not when they cannot. */
@@ -39,8 +39,7 @@ export function dataSource(jsonData: SightlineOptions = {}): DataSource {
   return new DataSource(settings);
 }
 
-/** The workload's range: BASE_S to the last metric point (inclusive). */
-export const RANGE = { fromMs: BASE_S * 1000, toMs: (BASE_S + (METRIC_POINTS - 1) * 60) * 1000 };
+export { RANGE };
 
 export function request(targets: SightlineQuery[], intervalMs = 60_000): DataQueryRequest<SightlineQuery> {
   const from = dateTime(RANGE.fromMs);

@@ -11,6 +11,8 @@
 export const BASE_S = 1764460800;
 /** Number of minutes of metric history. */
 export const METRIC_POINTS = 120;
+/** The workload's range in ms: BASE_S to the last metric point (inclusive). */
+export const RANGE = { fromMs: BASE_S * 1000, toMs: (BASE_S + (METRIC_POINTS - 1) * 60) * 1000 };
 /** The anomalous minute of the detector series. */
 export const ANOMALY_AT = 90;
 
