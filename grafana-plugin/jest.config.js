@@ -21,10 +21,14 @@ const esmOnly = [
   'rxjs',
   'uuid',
   '@react-hookz',
+  '@ver0',
 ];
 
 module.exports = {
-  moduleNameMapper: { '\\.(css|scss|sass)$': 'identity-obj-proxy' },
+  moduleNameMapper: {
+    '\\.(css|scss|sass)$': 'identity-obj-proxy',
+    '^react-inlinesvg$': '<rootDir>/src/test/mocks/react-inlinesvg.tsx',
+  },
   modulePaths: ['<rootDir>/src'],
   setupFilesAfterEnv: ['<rootDir>/jest-setup.js'],
   testEnvironment: 'jest-environment-jsdom',
