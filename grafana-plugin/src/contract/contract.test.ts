@@ -14,7 +14,8 @@
 import { DataFrame, dateTime } from '@grafana/data';
 
 import { benjaminiHochberg } from '../frames/granger';
-import { QueryType } from '../types';
+import { dashboards, substitute } from '../test/dashboards';
+import { QueryType, SightlineQuery } from '../types';
 import { binaryAvailable, dataSource, request } from './harness';
 import {
   ANOMALY_AT,
@@ -320,6 +321,41 @@ run('plugin against a real sightline (auth off)', () => {
     expect((field(bands[0], 'value') as unknown[]).some((v) => v !== null)).toBe(true);
     const events = (res.data as DataFrame[]).find((f) => f.refId === 'E')!;
     expect(events.fields.map((f) => f.name)).toEqual(['time', 'timeEnd', 'title', 'text', 'tags']);
+  });
+
+  it('answers every plugin query of the provisioned dashboards', async () => {
+    const vars = {
+      model: 'gpt-4o',
+      detector: 'latency_guard',
+      trace_id: TRACE_HALLUCINATED,
+      span_id: LLM_SPAN_HALLUCINATED,
+      cause: 'answer_quality',
+      effect: 'conversion_rate',
+    };
+    const quality = await hasEndpoint(server, '/api/v1/quality?metric=hallucination_index&by=model', 'dashboard quality panels');
+    const tokens = await hasEndpoint(server, `/api/v1/quality/tokens?trace_id=${TRACE_HALLUCINATED}&span_id=${LLM_SPAN_HALLUCINATED}`, 'dashboard token panel');
+    const annotations = await hasEndpoint(server, '/api/v1/annotations', 'dashboard annotations');
+    const ds = dataSource({ tenant: 'acme' });
+    let ran = 0;
+    for (const { file, dashboard } of dashboards()) {
+      const targets = dashboard.panels
+        .filter((p) => p.datasource.uid === 'sightline')
+        .flatMap((p) => p.targets.map((t) => ({ panel: p.title, q: substitute(t as unknown as SightlineQuery, vars) })));
+      for (const a of dashboard.annotations.list.filter((x) => x.datasource.uid === 'sightline')) {
+        targets.push({ panel: `annotation ${a.name}`, q: a.target! });
+      }
+      for (const { panel, q } of targets) {
+        if ((q.queryType === QueryType.Quality && !quality) || (q.queryType === QueryType.Tokens && !tokens) || (q.queryType === QueryType.AnomalyEvents && !annotations)) {
+          continue;
+        }
+        const res = await ds.query(request([q]));
+        expect({ file, panel, errors: res.errors }).toEqual({ file, panel, errors: undefined });
+        const rows = (res.data as DataFrame[]).reduce((n, f) => n + f.length, 0);
+        expect({ file, panel, rows: rows > 0 }).toEqual({ file, panel, rows: true });
+        ran++;
+      }
+    }
+    expect(ran).toBeGreaterThanOrEqual(4);
   });
 
   it('sends every request through the plugin route to the configured URL', () => {
