@@ -23,6 +23,20 @@ export interface RangeMs {
   toMs: number;
 }
 
+/**
+ * `start`/`end` for Sightline's native endpoints: whole unix seconds, widened to cover the range.
+ * Seconds are what the trace and Granger APIs take, and what the server's shared timestamp
+ * parser reads from integers of 10 digits or fewer (longer integers would be nanoseconds).
+ */
+export function rangeSeconds(range: RangeMs): { start: number; end: number } {
+  return { start: Math.floor(range.fromMs / 1000), end: Math.ceil(range.toMs / 1000) };
+}
+
+/** A step as a Prometheus duration in whole seconds (`60s`), as the detector specs write it. */
+export function stepDuration(ms: number): string {
+  return `${Math.max(1, Math.round(ms / 1000))}s`;
+}
+
 /** Shortest step Sightline is asked for (a panel interval can be smaller). */
 const MIN_STEP_MS = 1_000;
 
@@ -62,9 +76,8 @@ export function qualityRequest(q: SightlineQuery, range: RangeMs, intervalMs?: n
   const params: Params = {
     metric,
     by: q.by || 'model',
-    start: range.fromMs,
-    end: range.toMs,
-    step: stepMs(q, intervalMs),
+    ...rangeSeconds(range),
+    step: stepDuration(stepMs(q, intervalMs)),
   };
   for (const key of ['service', 'model', 'provider'] as const) {
     const v = q[key]?.trim();
@@ -107,7 +120,7 @@ export function detectorsRequest(): ApiRequest {
 
 /** `GET /api/v1/annotations`: anomaly events, Grafana annotation shape. */
 export function annotationsRequest(q: SightlineQuery, range: RangeMs): ApiRequest {
-  const params: Params = { start: range.fromMs, end: range.toMs };
+  const params: Params = { ...rangeSeconds(range) };
   if (q.detector?.trim()) {
     params.detector = q.detector.trim();
   }
@@ -116,7 +129,7 @@ export function annotationsRequest(q: SightlineQuery, range: RangeMs): ApiReques
 
 /** `GET /api/v1/anomalies`: anomaly events with severity and explanation. */
 export function anomaliesRequest(q: SightlineQuery, range: RangeMs, limit = 500): ApiRequest {
-  const params: Params = { start: range.fromMs, end: range.toMs, limit };
+  const params: Params = { ...rangeSeconds(range), limit };
   if (q.detector?.trim()) {
     params.detector = q.detector.trim();
   }
