@@ -32,6 +32,8 @@ module.exports = {
   modulePaths: ['<rootDir>/src'],
   setupFilesAfterEnv: ['<rootDir>/jest-setup.js'],
   testEnvironment: 'jest-environment-jsdom',
+  // The editor tests render Grafana UI and type into it: slow on a loaded CI machine.
+  testTimeout: 30_000,
   testMatch: ['<rootDir>/src/**/*.test.{ts,tsx}'],
   transform: {
     '^.+\\.(t|j)sx?$|^.+\\.mjs$': [

@@ -1,12 +1,15 @@
 import React from 'react';
 import { render, screen } from '@testing-library/react';
-import userEvent from '@testing-library/user-event';
+import userEventLib from '@testing-library/user-event';
 import { DataSourceSettings } from '@grafana/data';
 
 import { SightlineOptions, SightlineSecureJsonData } from '../types';
 import { ConfigEditor } from './ConfigEditor';
 
 type Settings = DataSourceSettings<SightlineOptions, SightlineSecureJsonData>;
+
+// No delay between keystrokes: the tests check what is committed, not typing speed.
+const userEvent = userEventLib.setup({ delay: null });
 
 function setup(overrides: Partial<Settings> = {}) {
   const options = { url: '', jsonData: {}, secureJsonFields: {}, ...overrides } as Settings;

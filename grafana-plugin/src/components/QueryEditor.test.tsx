@@ -1,6 +1,6 @@
 import React from 'react';
 import { render, screen } from '@testing-library/react';
-import userEvent from '@testing-library/user-event';
+import userEventLib from '@testing-library/user-event';
 
 import { DataSource } from '../datasource';
 import { QueryType, SightlineQuery } from '../types';
@@ -10,6 +10,9 @@ jest.mock('@grafana/runtime', () => ({
   getBackendSrv: () => ({ fetch: jest.fn() }),
   getTemplateSrv: () => ({ replace: (s: string) => s }),
 }));
+
+// No delay between keystrokes: the tests check what is committed, not typing speed.
+const userEvent = userEventLib.setup({ delay: null });
 
 function setup(query: SightlineQuery) {
   const onChange = jest.fn();
