@@ -144,8 +144,9 @@ export interface TraceSpan {
   quality?: Record<string, number | null>;
   resource_attributes: Record<string, unknown>;
   attributes: Record<string, unknown>;
+  trace_state?: string;
   events: Array<{ time_unix_nano: number; name: string; attributes: Record<string, unknown> }>;
-  links?: unknown[];
+  links?: Array<{ trace_id: string; span_id: string; trace_state?: string; attributes: Record<string, unknown> }>;
 }
 
 /** `GET /api/v1/traces/{id}` `data`. */

@@ -156,6 +156,16 @@ run('plugin against a real sightline (auth off)', () => {
     expect(field(frame, 'serviceTags')[0]).toContainEqual({ key: 'deployment.environment', value: 'contract-test' });
   });
 
+  it('keeps span links as trace-view references', async () => {
+    const res = await dataSource({ tenant: 'acme' }).query(request([{ refId: 'T', queryType: QueryType.Trace, traceId: TRACE_SLOW }]));
+    expect(res.errors).toBeUndefined();
+    const [frame] = res.data as DataFrame[];
+    expect(field(frame, 'references')[0]).toEqual([
+      { traceID: TRACE_HALLUCINATED, spanID: '5a00000000000001', tags: [{ key: 'link.reason', value: 'follow-up' }] },
+    ]);
+    expect(field(frame, 'references')[1]).toEqual([]);
+  });
+
   it('explains a bad trace id before sending anything', async () => {
     const before = sent.length;
     const res = await dataSource({ tenant: 'acme' }).query(request([{ refId: 'T', queryType: QueryType.Trace, traceId: 'xyz' }]));

@@ -136,7 +136,11 @@ export function tracesBody() {
       resource('chat-api', [
         rootSpan(TRACE_HALLUCINATED, '5a00000000000001', 'POST /chat', t1, 3000, 'u-42'),
         rootSpan(TRACE_GROUNDED, '6b00000000000001', 'POST /chat', t2, 1500, 'u-7'),
-        rootSpan(TRACE_SLOW, '7c00000000000001', 'POST /summarize', t3, 4500, 'u-42'),
+        {
+          ...rootSpan(TRACE_SLOW, '7c00000000000001', 'POST /summarize', t3, 4500, 'u-42'),
+          // The summary follows up the hallucinated chat.
+          links: [{ traceId: TRACE_HALLUCINATED, spanId: '5a00000000000001', attributes: [kv('link.reason', 'follow-up')] }],
+        },
       ]),
       resource('retriever', [
         retrieveSpan(TRACE_HALLUCINATED, '5a00000000000002', '5a00000000000001', t1),

@@ -129,6 +129,8 @@ describe('Granger (recorded)', () => {
     expect(values(nodes, 'secondarystat')).toEqual([0, 1, 0, 0]);
     expect(values(edges, 'id')).toEqual(['n0->n1']);
     expect(values(edges, 'mainstat')).toEqual([`lag ${quality.body.selected_lag.aic}`]);
+    const sel = quality.body.lags.find((l) => l.lag === quality.body.selected_lag.aic)!;
+    expect(values(edges, 'thickness')).toEqual([1 + 4 * sel.partial_r2!]);
   });
 
   it('adjusts p-values with Benjamini-Hochberg', () => {

@@ -135,6 +135,8 @@ export function grangerNodeGraph(outcomes: GrangerOutcome[], alpha: number, refI
       { name: 'target', type: FieldType.string, values: edges.map((e) => e.target) },
       { name: 'mainstat', type: FieldType.string, values: edges.map((e) => `lag ${e.lag}`) },
       { name: 'secondarystat', type: FieldType.number, values: edges.map((e) => e.q), config: { displayName: 'q', unit: 'sci' } },
+      // Wider edges explain more of the effect (partial R² of the cause's lags, 0..1).
+      { name: 'thickness', type: FieldType.number, values: edges.map((e) => 1 + 4 * (e.partialR2 ?? 0)) },
     ],
   });
   return [nodes, edgeFrame];

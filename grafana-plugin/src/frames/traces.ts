@@ -6,7 +6,7 @@
  * startTime and duration in ms, logs, tags, kind, statusCode (0 unset, 1 ok, 2 error) and
  * statusMessage, with `preferredVisualisationType: 'trace'`.
  */
-import { createDataFrame, DataFrame, DataLink, FieldType } from '@grafana/data';
+import { createDataFrame, DataFrame, DataLink, FieldType, TraceSpanRow } from '@grafana/data';
 
 import { TraceResponse, TraceSearchResponse, TraceSpan } from '../api/responses';
 import { QueryType, SightlineQuery } from '../types';
@@ -137,47 +137,58 @@ function genAiKey(k: string): string {
 
 const STATUS: Record<string, number> = { unset: 0, ok: 1, error: 2 };
 
+/** One span as Grafana's trace view reads it (the compiler checks the shape). */
+function spanRow(s: TraceSpan, critical: Set<string>): TraceSpanRow {
+  return {
+    traceID: s.trace_id,
+    spanID: s.span_id,
+    parentSpanID: s.parent_span_id ?? undefined,
+    operationName: s.name,
+    serviceName: s.service_name,
+    serviceTags: [{ key: 'service.name', value: s.service_name }, ...pairs(s.resource_attributes)],
+    startTime: nsToMs(s.start_unix_nano),
+    duration: nsToMs(s.duration_nano),
+    logs: s.events.map((e) => ({ timestamp: nsToMs(e.time_unix_nano), name: e.name, fields: pairs(e.attributes) })),
+    references: (s.links ?? []).map((l) => ({ traceID: l.trace_id, spanID: l.span_id, tags: pairs(l.attributes) })),
+    tags: [...spanTags(s), ...(critical.has(s.span_id) ? [{ key: 'sightline.critical_path', value: true }] : [])],
+    kind: s.kind,
+    statusCode: STATUS[s.status.code] ?? 0,
+    statusMessage: s.status.message || undefined,
+    instrumentationLibraryName: s.scope?.name || undefined,
+    instrumentationLibraryVersion: s.scope?.version || undefined,
+    traceState: s.trace_state || undefined,
+  };
+}
+
+/** Field types of the trace frame, in the order Grafana's own tracing datasources use. */
+const TRACE_FIELDS: Array<[keyof TraceSpanRow, FieldType]> = [
+  ['traceID', FieldType.string],
+  ['spanID', FieldType.string],
+  ['parentSpanID', FieldType.string],
+  ['operationName', FieldType.string],
+  ['serviceName', FieldType.string],
+  ['serviceTags', FieldType.other],
+  ['startTime', FieldType.number],
+  ['duration', FieldType.number],
+  ['logs', FieldType.other],
+  ['references', FieldType.other],
+  ['tags', FieldType.other],
+  ['kind', FieldType.string],
+  ['statusCode', FieldType.number],
+  ['statusMessage', FieldType.string],
+  ['instrumentationLibraryName', FieldType.string],
+  ['instrumentationLibraryVersion', FieldType.string],
+  ['traceState', FieldType.string],
+];
+
 /** A trace for Grafana's trace view; spans on the critical path are tagged. */
 export function traceFrame(trace: TraceResponse, refId: string): DataFrame {
-  const spans = trace.spans;
   const critical = new Set(trace.critical_path.map((c) => c.span_id));
+  const rows = trace.spans.map((s) => spanRow(s, critical));
   return createDataFrame({
     refId,
     name: `trace ${trace.trace_id}`,
     meta: { preferredVisualisationType: 'trace' },
-    fields: [
-      { name: 'traceID', type: FieldType.string, values: spans.map((s) => s.trace_id) },
-      { name: 'spanID', type: FieldType.string, values: spans.map((s) => s.span_id) },
-      { name: 'parentSpanID', type: FieldType.string, values: spans.map((s) => s.parent_span_id ?? undefined) },
-      { name: 'operationName', type: FieldType.string, values: spans.map((s) => s.name) },
-      { name: 'serviceName', type: FieldType.string, values: spans.map((s) => s.service_name) },
-      {
-        name: 'serviceTags',
-        type: FieldType.other,
-        values: spans.map((s) => [{ key: 'service.name', value: s.service_name }, ...pairs(s.resource_attributes)]),
-      },
-      { name: 'startTime', type: FieldType.number, values: spans.map((s) => nsToMs(s.start_unix_nano)) },
-      { name: 'duration', type: FieldType.number, values: spans.map((s) => nsToMs(s.duration_nano)) },
-      {
-        name: 'logs',
-        type: FieldType.other,
-        values: spans.map((s) =>
-          s.events.map((e) => ({ timestamp: nsToMs(e.time_unix_nano), name: e.name, fields: pairs(e.attributes) }))
-        ),
-      },
-      {
-        name: 'tags',
-        type: FieldType.other,
-        values: spans.map((s) => [
-          ...spanTags(s),
-          ...(critical.has(s.span_id) ? [{ key: 'sightline.critical_path', value: true }] : []),
-        ]),
-      },
-      { name: 'kind', type: FieldType.string, values: spans.map((s) => s.kind) },
-      { name: 'statusCode', type: FieldType.number, values: spans.map((s) => STATUS[s.status.code] ?? 0) },
-      { name: 'statusMessage', type: FieldType.string, values: spans.map((s) => s.status.message || undefined) },
-      { name: 'instrumentationLibraryName', type: FieldType.string, values: spans.map((s) => s.scope?.name) },
-      { name: 'instrumentationLibraryVersion', type: FieldType.string, values: spans.map((s) => s.scope?.version) },
-    ],
+    fields: TRACE_FIELDS.map(([name, type]) => ({ name, type, values: rows.map((r) => r[name]) })),
   });
 }
