@@ -30,6 +30,9 @@ describe('request builders match what the server was asked in the fixtures', () 
     const filtered = rq.qualityRequest({ ...q, service: ' chat-api ', model: '', provider: 'openai' }, RANGE, 1000);
     expect(filtered.params).toMatchObject({ service: 'chat-api', provider: 'openai' });
     expect(filtered.params).not.toHaveProperty('model');
+    expect(rq.qualityRequest({ ...q, by: 'attr.app.tenant-id' }, RANGE).params?.by).toBe('attr.app.tenant-id');
+    expect(() => rq.qualityRequest({ ...q, by: 'user' }, RANGE)).toThrow(/cannot group by "user"/);
+    expect(() => rq.qualityRequest({ ...q, metric: 'vibes' as never }, RANGE)).toThrow(/unknown quality metric/);
   });
 
   it('builds trace search requests', () => {
@@ -79,6 +82,7 @@ describe('request builders match what the server was asked in the fixtures', () 
     ]);
     // A query is not tested against itself.
     expect(rq.grangerRequests({ ...q, causes: ['a', 'b'], effects: ['b'] }, RANGE)).toHaveLength(1);
+    expect(() => rq.grangerRequests({ ...q, causes: ['b'], effects: ['b'] }, RANGE)).toThrow(/nothing to test/);
     expect(() => rq.grangerRequests({ ...q, effects: [] }, RANGE)).toThrow(/at least one cause and one effect/);
     const many = Array.from({ length: 6 }, (_, i) => `m${i}`);
     expect(() => rq.grangerRequests({ ...q, causes: many, effects: many.map((m) => `${m}_e`) }, RANGE)).toThrow(/at most 25/);

@@ -4,7 +4,7 @@
  * Pure functions with no Grafana runtime dependency, so the unit tests, the datasource and the
  * contract test (which sends them to a real `sightline serve`) all use the same code.
  */
-import { QualityMetric, SightlineQuery } from '../types';
+import { QUALITY_GROUPS, QUALITY_METRICS, QualityMetric, SightlineQuery } from '../types';
 
 /** Query-string values; arrays repeat the key. */
 export type Params = Record<string, string | number | string[]>;
@@ -73,9 +73,16 @@ export function stepMs(q: SightlineQuery, intervalMs: number | undefined): numbe
 /** `GET /api/v1/quality`: a quality metric grouped over time. */
 export function qualityRequest(q: SightlineQuery, range: RangeMs, intervalMs?: number): ApiRequest {
   const metric: QualityMetric = q.metric ?? 'hallucination_index';
+  if (!(QUALITY_METRICS as readonly string[]).includes(metric)) {
+    throw new QueryError(`unknown quality metric "${metric}"; use one of ${QUALITY_METRICS.join(', ')}`);
+  }
+  const by = q.by?.trim() || 'model';
+  if (!(QUALITY_GROUPS as readonly string[]).includes(by) && !/^attr\.[A-Za-z0-9_.\-]+$/.test(by)) {
+    throw new QueryError(`cannot group by "${by}"; use ${QUALITY_GROUPS.join(', ')} or attr.<key>`);
+  }
   const params: Params = {
     metric,
-    by: q.by || 'model',
+    by,
     ...rangeSeconds(range),
     step: stepDuration(stepMs(q, intervalMs)),
   };
@@ -195,6 +202,9 @@ export function grangerRequests(q: SightlineQuery, range: RangeMs, intervalMs?: 
         },
       });
     }
+  }
+  if (pairs.length === 0) {
+    throw new QueryError('every cause is also its effect: nothing to test');
   }
   return pairs;
 }
