@@ -46,7 +46,10 @@ fn brute_force_raw(files: &[NabFile], threshold: f64, profile: CostProfile) -> f
 fn file_strategy() -> impl Strategy<Value = NabFile> {
     (30usize..160).prop_flat_map(|n| {
         (
-            prop::collection::vec(prop_oneof![Just(0.0), Just(0.3), Just(0.6), Just(0.9), 0.0f64..1.0], n),
+            prop::collection::vec(
+                prop_oneof![Just(0.0), Just(0.3), Just(0.6), Just(0.9), 0.0f64..1.0],
+                n,
+            ),
             prop::collection::vec((0usize..n, 1usize..12), 0..4),
         )
             .prop_map(move |(scores, raw_windows)| {
@@ -94,7 +97,7 @@ proptest! {
         cut in 0usize..300,
         short in 1usize..12,
     ) {
-        let cfg = LikelihoodConfig { short_window: short, long_window: 50, min_history: 5, min_std: 0.01 };
+        let cfg = LikelihoodConfig { short_window: short, long_window: 50, min_history: 5, min_std: 0.01, two_sided: short % 2 == 0 };
         let a = anomaly_likelihood(&raw, &cfg).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut changed = raw.clone();
         let cut = cut.min(raw.len());
@@ -201,8 +204,16 @@ fn robust_calibration_keeps_coverage_and_follows_a_change_of_scale() {
         r.clone().filter(|i| s.breach[*i]).count() as f64 / r.len() as f64
     };
     // nominal miscoverage on stationary data, before and well after the change
-    assert!((rate(500..4000) - 0.05).abs() < 0.015, "{}", rate(500..4000));
-    assert!((rate(5500..8000) - 0.05).abs() < 0.02, "{}", rate(5500..8000));
+    assert!(
+        (rate(500..4000) - 0.05).abs() < 0.015,
+        "{}",
+        rate(500..4000)
+    );
+    assert!(
+        (rate(5500..8000) - 0.05).abs() < 0.02,
+        "{}",
+        rate(5500..8000)
+    );
     // the band widened with the scale (about 1.96 -> 5.9)
     assert!(s.upper[7000] > 2.5 * s.upper[3000]);
     assert!(
@@ -222,21 +233,59 @@ fn robust_calibration_keeps_coverage_and_follows_a_change_of_scale() {
     );
 }
 
+fn quiet_raw(seed: u64) -> Vec<f64> {
+    let mut r = SplitMix64::new(seed);
+    (0..6000).map(|_| r.next_f64()).collect()
+}
+
 #[test]
 fn likelihood_flags_a_sustained_rise_not_noise() {
-    let mut r = SplitMix64::new(9);
-    let mut raw: Vec<f64> = (0..6000).map(|_| r.next_f64()).collect();
+    let mut raw = quiet_raw(9);
     let cfg = LikelihoodConfig::default();
     let quiet = anomaly_likelihood(&raw, &cfg).unwrap_or_else(|e| panic!("{e}"));
-    let worst = quiet.iter().copied().map(log_likelihood).fold(0.0, f64::max);
+    let worst = quiet
+        .iter()
+        .copied()
+        .map(log_likelihood)
+        .fold(0.0, f64::max);
     assert!(worst < 0.5, "noise reached {worst}");
     for v in &mut raw[4000..4010] {
         *v = 0.97 + 0.03 * *v;
     }
     let l = anomaly_likelihood(&raw, &cfg).unwrap_or_else(|e| panic!("{e}"));
-    let peak = l[4000..4012].iter().copied().map(log_likelihood).fold(0.0, f64::max);
+    let peak = l[4000..4012]
+        .iter()
+        .copied()
+        .map(log_likelihood)
+        .fold(0.0, f64::max);
     assert!(peak > 0.5, "sustained rise only reached {peak}");
     assert_eq!(l[..cfg.min_history], vec![0.5; cfg.min_history][..]);
+    // a level far below normal (residuals that flatline) counts only when two-sided
+    let mut flat = quiet_raw(9);
+    for v in &mut flat[4000..4010] {
+        *v = 0.0;
+    }
+    let low = |two_sided| {
+        let l = anomaly_likelihood(
+            &flat,
+            &LikelihoodConfig {
+                two_sided,
+                ..LikelihoodConfig::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        l[4000..4012]
+            .iter()
+            .copied()
+            .map(log_likelihood)
+            .fold(0.0, f64::max)
+    };
+    assert!(
+        low(true) > 0.5 && low(false) < 0.01,
+        "{} {}",
+        low(true),
+        low(false)
+    );
     assert!(
         anomaly_likelihood(
             &raw,

@@ -20,7 +20,6 @@ mod nab_io;
 
 use std::time::Instant;
 
-
 use sightline_detect::anomaly::{
     AnomalyConfig, Calibration, DetectorKind, Direction, SustainedConfig, detect,
 };
@@ -30,9 +29,7 @@ use sightline_detect::forecast::synthetic::llm_service_set;
 use sightline_detect::forecast::{
     Architecture, Basis, NBeatsConfig, TrainConfig, TrainedModel, no_progress, train,
 };
-use sightline_detect::nab::{
-    CostProfile, NabFile, score_detector, window_precision_recall,
-};
+use sightline_detect::nab::{CostProfile, NabFile, score_detector, window_precision_recall};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -223,10 +220,7 @@ fn nab(limit: usize, explore: bool) -> Res<()> {
         nab_eval::report_posts()
     };
     nab_eval::table(&files, &all, &posts)?;
-    println!(
-        "\n(NAB part: {:.0} s in total)",
-        t0.elapsed().as_secs_f64()
-    );
+    println!("\n(NAB part: {:.0} s in total)", t0.elapsed().as_secs_f64());
     Ok(())
 }
 
@@ -246,7 +240,10 @@ fn nab_published(results: &std::path::Path) -> Res<()> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     detectors.sort();
-    println!("\n## NAB scorer check against published results ({})\n", results.display());
+    println!(
+        "\n## NAB scorer check against published results ({})\n",
+        results.display()
+    );
     println!("| detector | standard (ours / NAB) | low FP (ours / NAB) | low FN (ours / NAB) |");
     println!("|---|---|---|---|");
     let profiles = [

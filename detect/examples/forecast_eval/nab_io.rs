@@ -103,7 +103,10 @@ pub fn load_published(
         let cells: Vec<&str> = line.split(',').collect();
         let ts = cells.first().and_then(|c| parse_ts(c));
         if ts != series.timestamps.get(i).copied() {
-            return Err(format!("{}: row {i} does not match the corpus", path.display()));
+            return Err(format!(
+                "{}: row {i} does not match the corpus",
+                path.display()
+            ));
         }
         let v = cells
             .get(col)
@@ -112,7 +115,12 @@ pub fn load_published(
         scores.push(v);
     }
     if scores.len() != series.values.len() {
-        return Err(format!("{}: {} rows, corpus has {}", path.display(), scores.len(), series.values.len()));
+        return Err(format!(
+            "{}: {} rows, corpus has {}",
+            path.display(),
+            scores.len(),
+            series.values.len()
+        ));
     }
     Ok(scores)
 }

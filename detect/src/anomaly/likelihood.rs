@@ -33,6 +33,9 @@ pub struct LikelihoodConfig {
     /// Floor of the reference standard deviation, so a flat history does not turn the
     /// slightest blip into a certain anomaly.
     pub min_std: f64,
+    /// Also flag a level unusually far *below* normal (HTM's likelihood is symmetric): when
+    /// the residuals become much smaller than usual, e.g. a signal that flatlines.
+    pub two_sided: bool,
 }
 
 impl Default for LikelihoodConfig {
@@ -43,6 +46,7 @@ impl Default for LikelihoodConfig {
             long_window: 1000,
             min_history: 100,
             min_std: 0.01,
+            two_sided: false,
         }
     }
 }
@@ -89,8 +93,7 @@ fn erfc(x: f64) -> f64 {
                     + t * (-0.186_288_06
                         + t * (0.278_868_07
                             + t * (-1.135_203_98
-                                + t * (1.488_515_87
-                                    + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let r = t * poly.exp();
     if x >= 0.0 { r } else { 2.0 - r }
 }
@@ -122,7 +125,9 @@ pub fn anomaly_likelihood(raw: &[f64], cfg: &LikelihoodConfig) -> Result<Vec<f64
             let mean = sum / n;
             let var = (sum_sq / n - mean * mean).max(0.0);
             let std = var.sqrt().max(cfg.min_std);
-            out[t] = (1.0 - normal_tail((level - mean) / std)).clamp(0.0, 1.0);
+            let z = (level - mean) / std;
+            let z = if cfg.two_sided { z.abs() } else { z };
+            out[t] = (1.0 - normal_tail(z)).clamp(0.0, 1.0);
         }
         levels.push_back(level);
         sum += level;
@@ -187,7 +192,13 @@ pub fn first_detections(scores: &[f64], cooldown: usize) -> Vec<f64> {
         }
         let prev_max = dq
             .front()
-            .map(|&i| if scores[i].is_finite() { scores[i] } else { 0.0 })
+            .map(|&i| {
+                if scores[i].is_finite() {
+                    scores[i]
+                } else {
+                    0.0
+                }
+            })
             .unwrap_or(0.0);
         if cooldown == 0 || s > prev_max {
             out[t] = s;

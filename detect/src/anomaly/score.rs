@@ -231,9 +231,20 @@ pub fn score_expectation(
             window,
             min_points,
             exclude_breaches,
-        } => rolling(&z, window, min_points, alpha, |_, q, zi| {
-            if exclude_breaches && zi > q { None } else { Some(zi) }
-        }, &mut |i, q, score| push(&mut out, i, q, score))?,
+        } => rolling(
+            &z,
+            window,
+            min_points,
+            alpha,
+            |_, q, zi| {
+                if exclude_breaches && zi > q {
+                    None
+                } else {
+                    Some(zi)
+                }
+            },
+            &mut |i, q, score| push(&mut out, i, q, score),
+        )?,
         Calibration::RollingRobust {
             window,
             min_points,
@@ -245,11 +256,18 @@ pub fn score_expectation(
                     reason: format!("must be finite and >= 1 (got {clip})"),
                 });
             }
-            rolling(&z, window, min_points, alpha, |sorted, _, zi| {
-                let q90 = sorted[(sorted.len() * 9 / 10).min(sorted.len() - 1)];
-                let cap = clip * q90.max(0.0);
-                Some(if q90 > 0.0 { zi.min(cap) } else { zi })
-            }, &mut |i, q, score| push(&mut out, i, q, score))?
+            rolling(
+                &z,
+                window,
+                min_points,
+                alpha,
+                |sorted, _, zi| {
+                    let q90 = sorted[(sorted.len() * 9 / 10).min(sorted.len() - 1)];
+                    let cap = clip * q90.max(0.0);
+                    Some(if q90 > 0.0 { zi.min(cap) } else { zi })
+                },
+                &mut |i, q, score| push(&mut out, i, q, score),
+            )?
         }
     }
     Ok(out)
@@ -291,7 +309,11 @@ fn rolling(
         };
         emit(i, q, score);
         if zi.is_finite() {
-            let admitted = if ready { admit(&sorted, q, zi) } else { Some(zi) };
+            let admitted = if ready {
+                admit(&sorted, q, zi)
+            } else {
+                Some(zi)
+            };
             if let Some(v) = admitted.filter(|v| v.is_finite()) {
                 let pos = sorted.partition_point(|c| *c < v);
                 sorted.insert(pos, v);
