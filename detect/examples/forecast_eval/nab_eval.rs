@@ -54,8 +54,8 @@ pub enum Post {
     /// Spatial novelty alone (1 where the value leaves the range seen so far, else 0): the
     /// floor that any forecaster has to improve on.
     Novelty,
-    /// Anomaly likelihood of the conformal score, log-scaled, spatial novelty forced to 1,
-    /// then first detections with `cooldown`.
+    /// Anomaly likelihood of the conformal score, log-scaled, first detections with
+    /// `cooldown`, and spatial novelty (after `novelty_quiet` quiet points) forced to 1.
     Likelihood {
         cal: usize,
         /// Robust (trimming) rolling calibration instead of the absorbing one.
@@ -69,6 +69,9 @@ pub enum Post {
         surprise: bool,
         lik: LikelihoodConfig,
         spatial: Option<f64>,
+        /// Novelty fires only after this many points without novelty (0: always).
+        novelty_quiet: usize,
+        /// Cooldown of [`first_detections`] on the likelihood stream.
         cooldown: usize,
     },
 }
@@ -89,6 +92,7 @@ impl Post {
                 surprise,
                 lik,
                 spatial,
+                novelty_quiet,
                 cooldown,
             } => format!(
                 "likelihood({}{}{}, cal {cal}{}, short {}{}, long {}, std≥{}){}, cooldown {cooldown}",
@@ -103,7 +107,7 @@ impl Post {
                 lik.long_window,
                 lik.min_std,
                 spatial
-                    .map(|t| format!(" + novelty {t}"))
+                    .map(|t| format!(" + novelty {t} (quiet {novelty_quiet})"))
                     .unwrap_or_default()
             ),
         }
@@ -190,6 +194,7 @@ pub fn post_process(values: &[f64], exp: &Expectation, post: Post) -> Res<Vec<f6
             surprise,
             lik,
             spatial,
+            novelty_quiet,
             cooldown,
         } => {
             let rescaled;
@@ -217,14 +222,22 @@ pub fn post_process(values: &[f64], exp: &Expectation, post: Post) -> Res<Vec<f6
                     *v = v.max(log_likelihood(e));
                 }
             }
+            let mut s = first_detections(&s, cooldown);
             if let Some(tol) = spatial {
-                for (v, novel) in s.iter_mut().zip(spatial_novelty(values, tol, prob / 2)) {
-                    if novel {
-                        *v = 1.0;
-                    }
+                let novel: Vec<f64> = spatial_novelty(values, tol, prob / 2)
+                    .into_iter()
+                    .map(|b| if b { 1.0 } else { 0.0 })
+                    .collect();
+                let novel = if novelty_quiet > 0 {
+                    first_detections(&novel, novelty_quiet)
+                } else {
+                    novel
+                };
+                for (v, n) in s.iter_mut().zip(novel) {
+                    *v = v.max(n);
                 }
             }
-            first_detections(&s, cooldown)
+            s
         }
     })
 }
@@ -480,8 +493,8 @@ pub fn report_posts() -> Vec<Post> {
     ]
 }
 
-/// Surprise `−ln p` of robustly calibrated residuals, likelihood over 5 points, novelty with
-/// tolerance 0, no cooldown.
+/// Surprise `−ln p` of robustly calibrated residuals, likelihood over 5 points with cooldown 30,
+/// novelty with tolerance 0 after 50 quiet points.
 pub fn recommended() -> Post {
     Post::Likelihood {
         cal: 1000,
@@ -494,28 +507,35 @@ pub fn recommended() -> Post {
             ..LikelihoodConfig::default()
         },
         spatial: Some(0.0),
-        cooldown: 0,
+        novelty_quiet: 50,
+        cooldown: 30,
     }
 }
 
-/// A grid of pipelines for exploration (`forecast_eval nab-explore`).
+/// A grid of pipelines for exploration (`forecast_eval nab-explore`): calibration, level and
+/// reference windows, novelty quiet period and cooldown around [`recommended`].
 pub fn explore_posts() -> Vec<Post> {
     let mut v = report_posts();
-    for (short, extra) in [(5, None), (1, Some(10))] {
-        for residual_scale in [None, Some(20), Some(100)] {
-            for robust in [false, true] {
-                for cooldown in [0usize, 100] {
+    let Post::Likelihood { lik, .. } = recommended() else {
+        return v;
+    };
+    for (robust, residual_scale) in [(true, None), (false, None), (false, Some(20))] {
+        for short in [3usize, 5, 10] {
+            for long in [300usize, 1000, 8640] {
+                for (novelty_quiet, cooldown) in [(0usize, 0usize), (50, 30)] {
                     v.push(Post::Likelihood {
                         cal: 1000,
                         robust,
                         residual_scale,
-                        extra_short: extra,
+                        extra_short: None,
                         surprise: true,
                         lik: LikelihoodConfig {
                             short_window: short,
-                            ..LikelihoodConfig::default()
+                            long_window: long,
+                            ..lik
                         },
                         spatial: Some(0.0),
+                        novelty_quiet,
                         cooldown,
                     });
                 }
@@ -523,4 +543,34 @@ pub fn explore_posts() -> Vec<Post> {
         }
     }
     v
+}
+
+/// Per NAB category (data sub-directory): windows found and false positives of `post` for
+/// detector `d` at its optimal standard-profile threshold.
+pub fn breakdown(files: &[NabSeries], exps: &[Expectation], post: Post) -> Res<()> {
+    let [std, _, _] = score(files, exps, post)?;
+    let th = std.best.threshold;
+    let mut cats: std::collections::BTreeMap<String, (usize, usize, usize)> = Default::default();
+    for (f, e) in files.iter().zip(exps) {
+        let s = post_process(&f.values, e, post)?;
+        let prob = probationary_len(s.len());
+        let cat = f.name.split('/').next().unwrap_or("").to_string();
+        let entry = cats.entry(cat).or_default();
+        entry.2 += f.windows.len();
+        for &(a, b) in &f.windows {
+            if (a.max(prob)..=b).any(|i| s[i] >= th) {
+                entry.0 += 1;
+            }
+        }
+        entry.1 += (prob..s.len())
+            .filter(|i| s[*i] >= th && !f.windows.iter().any(|(a, b)| i >= a && i <= b))
+            .count();
+    }
+    println!("\n{} at threshold {th:.4}:\n", post.label());
+    println!("| category | windows found | false positives |");
+    println!("|---|---|---|");
+    for (c, (found, fp, total)) in cats {
+        println!("| {c} | {found}/{total} | {fp} |");
+    }
+    Ok(())
 }
