@@ -308,3 +308,41 @@ fn spatial_novelty_marks_values_beyond_the_seen_range() {
     );
     assert_eq!(spatial_novelty(&v, 0.05, 100), vec![false; v.len()]);
 }
+
+#[test]
+fn nbeats_k_step_expectations_come_from_the_right_origin() {
+    use sightline_detect::anomaly::expect::{nbeats_k_step, nbeats_one_step};
+    use sightline_detect::forecast::synthetic::noisy_sine;
+    use sightline_detect::forecast::{Architecture, NBeatsConfig, TrainConfig, no_progress, train};
+    let series = noisy_sine(200, 12, 0.1, 3);
+    let mut cfg = NBeatsConfig::small(Architecture::Generic, 4, 3);
+    for s in &mut cfg.stacks {
+        s.width = 16;
+    }
+    let tc = TrainConfig {
+        max_steps: 10,
+        batch_size: 32,
+        ..TrainConfig::default()
+    };
+    let m = train(&series, None, &cfg, &tc, &mut no_progress).unwrap_or_else(|e| panic!("{e}"));
+    let l = m.card.model.lookback;
+    let one = nbeats_one_step(&m, &series).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(nbeats_k_step(&m, &series, 1).ok(), Some(one));
+    let k3 = nbeats_k_step(&m, &series, 3).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(k3.start, l + 2);
+    for t in [l + 2, 150, 199] {
+        let origin = t - 2; // the forecast made before t-2 covers t-2, t-1, t
+        let f = m
+            .forecast(&series[..origin])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let got = k3.expected[t - k3.start];
+        assert!(
+            (got - f[2]).abs() <= 1e-4 * f[2].abs().max(1.0),
+            "t = {t}: {got} vs {}",
+            f[2]
+        );
+    }
+    assert!(nbeats_k_step(&m, &series, 0).is_err());
+    assert!(nbeats_k_step(&m, &series, 5).is_err());
+    assert!(nbeats_k_step(&m, &series[..l + 2], 3).is_err());
+}

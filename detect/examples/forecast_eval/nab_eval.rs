@@ -25,8 +25,9 @@ use crate::nab_io::{self, NabSeries};
 use crate::{Res, mean};
 
 /// Detectors compared on NAB, in table order.
-pub const DETECTORS: [&str; 4] = [
+pub const DETECTORS: [&str; 5] = [
     "N-BEATS",
+    "N-BEATS 6-step",
     "seasonal naive",
     "rolling z-score",
     "rolling median/MAD",
@@ -257,11 +258,11 @@ fn nab_season(ts: &[i64]) -> usize {
 /// prints the forecasting-accuracy table on the way when computed.
 pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
     let cache: Option<PathBuf> = std::env::var("SIGHTLINE_NAB_CACHE").ok().map(PathBuf::from);
-    if let Some(dir) = &cache {
-        if let Ok(all) = load_cache(dir, files.len()) {
-            println!("(expectations read from {})", dir.display());
-            return Ok(all);
-        }
+    if let Some(dir) = &cache
+        && let Ok(all) = load_cache(dir, files.len())
+    {
+        println!("(expectations read from {})", dir.display());
+        return Ok(all);
     }
     const H: usize = 6;
     let model_cfg = {
@@ -300,6 +301,10 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
             let exp = match *det {
                 "N-BEATS" => match &model {
                     Some(m) => expect::nbeats_one_step(m, &f.values),
+                    None => expect::rolling_median_mad(&f.values, 100),
+                },
+                "N-BEATS 6-step" => match &model {
+                    Some(m) => expect::nbeats_k_step(m, &f.values, H),
                     None => expect::rolling_median_mad(&f.values, 100),
                 },
                 "seasonal naive" => expect::seasonal_naive(&f.values, season, 100),

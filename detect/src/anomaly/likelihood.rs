@@ -9,7 +9,8 @@
 //! * `μ̃_t` = mean of the last `short_window` raw scores (the current level);
 //! * `μ_t, σ_t` = mean and standard deviation of the previous `long_window` values of `μ̃`
 //!   (the normal level and its spread; `σ_t` floored at `min_std`);
-//! * likelihood `L_t = 1 − Q((μ̃_t − μ_t)/σ_t)` with `Q` the standard normal upper tail.
+//! * likelihood `L_t = 1 − Q((μ̃_t − μ_t)/σ_t)` with `Q` the standard normal upper tail
+//!   (`Q(|·|)` when two-sided: a level far below normal counts too).
 //!
 //! Everything is causal: `L_t` uses raw scores up to `t` only. [`log_likelihood`] maps `L` to
 //! `[0, 1]` on a log scale (`0.5` ↔ tail `1e-5`), so thresholds spread over the useful range.
@@ -39,7 +40,8 @@ pub struct LikelihoodConfig {
 }
 
 impl Default for LikelihoodConfig {
-    /// Short window 10, reference window 1,000 levels, 100 levels of warm-up, `min_std` 0.01.
+    /// Short window 10 (as HTM; the NAB evaluation uses 5), reference window 1,000 levels,
+    /// 100 levels of warm-up, `min_std` 0.01, one-sided.
     fn default() -> Self {
         Self {
             short_window: 10,

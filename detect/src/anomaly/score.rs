@@ -320,12 +320,12 @@ fn rolling(
                 entered[i] = Some(v);
             }
         }
-        if i >= window {
-            if let Some(old) = entered[i - window] {
-                let pos = sorted.partition_point(|c| *c < old);
-                if pos < sorted.len() {
-                    sorted.remove(pos);
-                }
+        if i >= window
+            && let Some(old) = entered[i - window]
+        {
+            let pos = sorted.partition_point(|c| *c < old);
+            if pos < sorted.len() {
+                sorted.remove(pos);
             }
         }
     }
