@@ -112,6 +112,28 @@ proptest! {
         }
     }
 
+    /// The robust calibration never yields NaN bands or scores outside `[0, 1)`, whatever the
+    /// residuals (NaN, huge, zero).
+    #[test]
+    fn robust_bands_are_ordered_and_finite(
+        z in prop::collection::vec(prop_oneof![Just(f64::NAN), -1e9f64..1e9, Just(0.0)], 1..200),
+        window in 1usize..60,
+        min_points in 0usize..20,
+        clip in 1.0f64..5.0,
+        alpha in 0.001f64..0.5,
+    ) {
+        let n = z.len();
+        let missing: Vec<bool> = z.iter().map(|v| !v.is_finite()).collect();
+        let values: Vec<f64> = z.iter().map(|v| if v.is_finite() { *v } else { 0.0 }).collect();
+        let cal = Calibration::RollingRobust { window, min_points, clip };
+        let s = score_expectation(&values, &missing, &unit_expectation(n), Direction::Both, alpha, cal)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        for i in 0..n {
+            prop_assert!(s.lower[i].is_finite() && s.upper[i].is_finite() && s.lower[i] <= s.upper[i]);
+            prop_assert!((0.0..1.0).contains(&s.score[i]));
+        }
+    }
+
     /// First detections keep a score or zero it, never raise it, and never keep a value that
     /// does not exceed everything in the preceding cooldown.
     #[test]
