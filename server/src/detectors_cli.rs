@@ -193,10 +193,8 @@ pub fn run(args: &DetectorsArgs) -> Result<String, String> {
             base,
             token: args.token.clone(),
             tenant: args.tenant.clone(),
-            http: hyper_util::client::legacy::Client::builder(
-                hyper_util::rt::TokioExecutor::new(),
-            )
-            .build_http(),
+            http: hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http(),
         };
         dispatch(&c, args).await
     })
@@ -217,7 +215,9 @@ async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
             Ok(items.iter().map(row).collect::<Vec<_>>().join("\n"))
         }
         DetectorsCommand::Show { name } => {
-            let v = c.call("GET", &format!("/api/v1/detectors/{name}"), None).await?;
+            let v = c
+                .call("GET", &format!("/api/v1/detectors/{name}"), None)
+                .await?;
             Ok(pretty(&v))
         }
         DetectorsCommand::Create { file, replace } => {
@@ -231,10 +231,15 @@ async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
                 serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
             let v = if *replace {
                 let name = spec["name"].as_str().ok_or("the file has no \"name\"")?;
-                c.call("PUT", &format!("/api/v1/detectors/{name}"), Some(text.clone()))
-                    .await?
+                c.call(
+                    "PUT",
+                    &format!("/api/v1/detectors/{name}"),
+                    Some(text.clone()),
+                )
+                .await?
             } else {
-                c.call("POST", "/api/v1/detectors", Some(text.clone())).await?
+                c.call("POST", "/api/v1/detectors", Some(text.clone()))
+                    .await?
             };
             Ok(if args.json { pretty(&v) } else { row(&v) })
         }
@@ -248,15 +253,15 @@ async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
             wait,
             timeout_secs,
         } => {
-            let before = c.call("GET", &format!("/api/v1/detectors/{name}"), None).await?;
-            let last = before["status"]["last_run_ms"].clone();
+            let before = c
+                .call("GET", &format!("/api/v1/detectors/{name}"), None)
+                .await?;
             let last_trained = before["status"]["last_trained_ms"].as_i64();
             c.call("POST", &format!("/api/v1/detectors/{name}/run"), None)
                 .await?;
             if !*wait {
                 return Ok(format!("{name}: run requested"));
             }
-            let _ = last;
             wait_for(c, name, last_trained, Duration::from_secs(*timeout_secs)).await
         }
         DetectorsCommand::Anomalies { detector, limit } => {
@@ -300,16 +305,16 @@ async fn wait_for(
 ) -> Result<String, String> {
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {prefix} [{bar:30}] {pos}/{len} {msg}",
-        )
-        .map_err(|e| e.to_string())?
-        .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} {msg}")
+            .map_err(|e| e.to_string())?
+            .progress_chars("=> "),
     );
     bar.set_prefix(name.to_owned());
     let started = Instant::now();
     loop {
-        let v = c.call("GET", &format!("/api/v1/detectors/{name}"), None).await?;
+        let v = c
+            .call("GET", &format!("/api/v1/detectors/{name}"), None)
+            .await?;
         let st = &v["status"];
         let state = st["state"].as_str().unwrap_or("");
         if let Some(p) = st["progress"].as_object() {
@@ -323,8 +328,12 @@ async fn wait_for(
                 "series {}/{} loss {} val {}",
                 s(&p["series_done"]),
                 s(&p["series_total"]),
-                p["train_loss"].as_f64().map_or("-".into(), |x| format!("{x:.4}")),
-                p["val_loss"].as_f64().map_or("-".into(), |x| format!("{x:.4}")),
+                p["train_loss"]
+                    .as_f64()
+                    .map_or("-".into(), |x| format!("{x:.4}")),
+                p["val_loss"]
+                    .as_f64()
+                    .map_or("-".into(), |x| format!("{x:.4}")),
             ));
         } else {
             bar.set_message(state.to_owned());

@@ -53,14 +53,15 @@ fn noise(i: usize, salt: u64) -> f64 {
 }
 
 fn seasonal(i: usize, level: f64, salt: u64) -> f64 {
-    level
-        + 0.3 * (i as f64 / SEASON as f64 * std::f64::consts::TAU).sin()
-        + 0.02 * noise(i, salt)
+    level + 0.3 * (i as f64 / SEASON as f64 * std::f64::consts::TAU).sin() + 0.02 * noise(i, salt)
 }
 
 /// Start of the data (s): the last point is one step before the current minute.
 fn data_start_s() -> i64 {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
     now / STEP_S * STEP_S - N as i64 * STEP_S
 }
 
@@ -98,6 +99,18 @@ fn ingest_dataset(addr: SocketAddr, tenant: &str) -> i64 {
         .collect();
     let p99: Vec<f64> = (0..N).map(|i| seasonal(i, 3.0, 2)).collect();
     let short: Vec<f64> = (0..20).map(|i| seasonal(i, 1.0, 3)).collect();
+    // Two series of one metric (a `model` attribute), for one model per series.
+    let per_model: Vec<Value> = ["a", "b"]
+        .iter()
+        .enumerate()
+        .flat_map(|(k, m)| {
+            (0..300).map(move |i| {
+                json!({"timeUnixNano": ((start_s + (N as i64 - 300 + i as i64) * STEP_S) * 1_000_000_000).to_string(),
+                       "asDouble": seasonal(i, 10.0 * (k + 1) as f64, 4 + k as u64),
+                       "attributes": [{"key": "model", "value": {"stringValue": m}}]})
+            })
+        })
+        .collect();
     ingest(
         addr,
         tenant,
@@ -105,16 +118,29 @@ fn ingest_dataset(addr: SocketAddr, tenant: &str) -> i64 {
             gauge("chat_latency_p50", start_s, &p50),
             gauge("chat_latency_p99", start_s, &p99),
             gauge("short_metric", start_s + (N as i64 - 20) * STEP_S, &short),
+            json!({"name": "tokens_rate", "gauge": {"dataPoints": per_model}}),
         ],
     );
     start_s
 }
 
 /// Poll a detector until `done` holds (or fail after `secs`).
-fn wait_for(addr: SocketAddr, tenant: &str, name: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
+fn wait_for(
+    addr: SocketAddr,
+    tenant: &str,
+    name: &str,
+    secs: u64,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
-        let (status, d) = call(addr, "GET", &format!("/api/v1/detectors/{name}"), tenant, None);
+        let (status, d) = call(
+            addr,
+            "GET",
+            &format!("/api/v1/detectors/{name}"),
+            tenant,
+            None,
+        );
         assert_eq!(status, 200, "{d}");
         if done(&d) {
             return d;
@@ -175,14 +201,23 @@ fn check_events(events: &[Value], start_s: i64, detector: &str, strict: bool) {
         let end = e["end_ms"].as_i64().unwrap_or(i64::MAX);
         s <= shift_from + slack && end >= shift_from && s >= shift_from - slack
     });
-    assert!(covering.count() >= 1, "{detector}: no event at the shift: {events:?}");
+    assert!(
+        covering.count() >= 1,
+        "{detector}: no event at the shift: {events:?}"
+    );
     for e in events {
         assert_eq!(e["detector"], detector);
         let sev = e["severity"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&sev), "{e}");
         assert!(["low", "medium", "high"].contains(&e["level"].as_str().unwrap()));
         assert_eq!(e["direction"], "above", "{e}");
-        assert!(e["explanation"].as_str().unwrap().contains("above expected"), "{e}");
+        assert!(
+            e["explanation"]
+                .as_str()
+                .unwrap()
+                .contains("above expected"),
+            "{e}"
+        );
         if strict {
             let s = e["start_ms"].as_i64().unwrap();
             assert!(
@@ -224,7 +259,10 @@ fn detectors_end_to_end() {
     for (bad, what) in [
         (json!({"name": "x", "query": "rate(up[5m]"}), "PromQL"),
         (json!({"name": "9lives", "query": "up"}), "name"),
-        (json!({"name": "x", "query": "up", "model": {"kind": "prophet"}}), "prophet"),
+        (
+            json!({"name": "x", "query": "up", "model": {"kind": "prophet"}}),
+            "prophet",
+        ),
         (json!({"name": "x", "query": "up", "step": "-60s"}), "step"),
     ] {
         let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&bad));
@@ -239,23 +277,35 @@ fn detectors_end_to_end() {
     assert!(created["status"]["state"].is_string());
     let (status, _) = call(a, "POST", "/api/v1/detectors", "a", Some(&seasonal_spec()));
     assert_eq!(status, 409);
-    let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&nbeats_spec("lat_nb", 60, 32)));
+    let (status, r) = call(
+        a,
+        "POST",
+        "/api/v1/detectors",
+        "a",
+        Some(&nbeats_spec("lat_nb", 60, 32)),
+    );
     assert_eq!(status, 201, "{r}");
     let short = json!({"name": "short", "query": "short_metric",
         "model": {"kind": "seasonal_naive", "season": SEASON}});
     let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&short));
     assert_eq!(status, 201, "{r}");
     let service = json!({"name": "chat_svc", "mode": "service", "step": "60s", "history": "1d",
-        "model": {"kind": "seasonal_naive", "season": SEASON, "window": 30},
-        "sustain": {"window": 5, "min_points": 3, "recovery": 3},
-        "roles": {
-            "latency_p50": {"query": "chat_latency_p50"},
-            "latency_p99": {"query": "chat_latency_p99", "threshold": 5.0}
-        }});
+    "model": {"kind": "seasonal_naive", "season": SEASON, "window": 30},
+    "sustain": {"window": 5, "min_points": 3, "recovery": 3},
+    "roles": {
+        "latency_p50": {"query": "chat_latency_p50"},
+        "latency_p99": {"query": "chat_latency_p99", "threshold": 5.0}
+    }});
     let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&service));
     assert_eq!(status, 201, "{r}");
     for name in ["lat_sn", "lat_nb", "chat_svc"] {
-        let (status, r) = call(a, "POST", &format!("/api/v1/detectors/{name}/run"), "a", None);
+        let (status, r) = call(
+            a,
+            "POST",
+            &format!("/api/v1/detectors/{name}/run"),
+            "a",
+            None,
+        );
         assert_eq!(status, 202, "{r}");
     }
 
@@ -264,18 +314,55 @@ fn detectors_end_to_end() {
     assert!(sn["status"]["error"].is_null(), "{sn}");
     assert!(sn["status"]["last_scored_ms"].is_i64(), "{sn}");
     let nb = wait_for(a, "a", "lat_nb", 120, ready);
-    assert!(nb["status"]["fallback"].is_null(), "n-beats fell back: {nb}");
+    assert!(
+        nb["status"]["fallback"].is_null(),
+        "n-beats fell back: {nb}"
+    );
     let short = wait_for(a, "a", "short", 60, |d| d["status"]["state"] == "failed");
     let msg = short["status"]["error"].as_str().unwrap();
     assert!(msg.contains("too few") || msg.contains("need"), "{msg}");
     let svc = wait_for(a, "a", "chat_svc", 60, ready);
     assert_eq!(svc["status"]["series"], 2, "{svc}");
 
+    // One model per series; more series than max_series is a clear failure.
+    let multi = json!({"name": "per_model", "query": "tokens_rate", "history": "1d",
+        "model": {"kind": "median_mad", "window": 30}});
+    let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&multi));
+    assert_eq!(status, 201, "{r}");
+    let capped = json!({"name": "capped", "query": "tokens_rate", "max_series": 1});
+    let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&capped));
+    assert_eq!(status, 201, "{r}");
+    let multi = wait_for(a, "a", "per_model", 60, ready);
+    assert_eq!(multi["status"]["series"], 2, "{multi}");
+    let r = range(
+        a,
+        "a",
+        "per_model:predicted",
+        start_s,
+        start_s + N as i64 * STEP_S,
+    );
+    let mut models: Vec<&str> = r
+        .iter()
+        .map(|s| s["metric"]["model"].as_str().unwrap())
+        .collect();
+    models.sort();
+    assert_eq!(models, ["a", "b"]);
+    let capped = wait_for(a, "a", "capped", 60, |d| d["status"]["state"] == "failed");
+    assert!(
+        capped["status"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("over max_series 1"),
+        "{capped}"
+    );
+
     // Anomaly events at the injected shift, none far from it.
     let sn_events = anomalies(a, "a", "lat_sn");
+    eprintln!("lat_sn events: {sn_events:#?}\nlat_nb: {nb:#?}\nshort: {short:#?}");
     check_events(&sn_events, start_s, "lat_sn", true);
     check_events(&anomalies(a, "a", "lat_nb"), start_s, "lat_nb", false);
     let svc_events = anomalies(a, "a", "chat_svc");
+    eprintln!("chat_svc events: {svc_events:#?}");
     assert!(!svc_events.is_empty(), "service detector: no finding");
     let hidden = svc_events
         .iter()
@@ -283,7 +370,9 @@ fn detectors_end_to_end() {
         .unwrap_or_else(|| panic!("no hidden degradation: {svc_events:?}"));
     let text = hidden["explanation"].as_str().unwrap();
     assert!(
-        text.contains("latency_p50") && text.contains("above expected") && text.contains("latency_p99"),
+        text.contains("latency_p50")
+            && text.contains("above expected")
+            && text.contains("latency_p99"),
         "{text}"
     );
 
@@ -306,7 +395,10 @@ fn detectors_end_to_end() {
             let i = ((t - start_s) / STEP_S) as usize;
             (SHIFT_START..SHIFT_END).contains(&i)
         };
-        assert!(anom.iter().any(|(t, x)| *x == 1.0 && in_window(*t)), "{name}: no anomalous=1 in the window");
+        assert!(
+            anom.iter().any(|(t, x)| *x == 1.0 && in_window(*t)),
+            "{name}: no anomalous=1 in the window"
+        );
         if name == "lat_sn" {
             assert!(
                 anom.iter().all(|(t, x)| *x == 0.0 || {
@@ -319,12 +411,21 @@ fn detectors_end_to_end() {
     }
     // Service bands carry the role label.
     let r = range(a, "a", "chat_svc:upper", start_s, end_s);
-    let mut roles: Vec<&str> = r.iter().map(|s| s["metric"]["role"].as_str().unwrap()).collect();
+    let mut roles: Vec<&str> = r
+        .iter()
+        .map(|s| s["metric"]["role"].as_str().unwrap())
+        .collect();
     roles.sort();
     assert_eq!(roles, ["latency_p50", "latency_p99"]);
 
     // Annotations in Grafana's shape.
-    let (status, ann) = call(a, "GET", &format!("/api/v1/annotations?detector=lat_sn&start={start_s}&end={end_s}"), "a", None);
+    let (status, ann) = call(
+        a,
+        "GET",
+        &format!("/api/v1/annotations?detector=lat_sn&start={start_s}&end={end_s}"),
+        "a",
+        None,
+    );
     assert_eq!(status, 200, "{ann}");
     let ann = ann.as_array().unwrap();
     assert_eq!(ann.len(), sn_events.len());
@@ -335,22 +436,47 @@ fn detectors_end_to_end() {
         assert!(!x["text"].as_str().unwrap().is_empty());
         assert!(x["tags"].as_array().unwrap().iter().any(|t| t == "lat_sn"));
     }
-    let (status, none) = call(a, "GET", &format!("/api/v1/annotations?detector=lat_sn&start={}&end={}", start_s - 7200, start_s - 3600), "a", None);
+    let (status, none) = call(
+        a,
+        "GET",
+        &format!(
+            "/api/v1/annotations?detector=lat_sn&start={}&end={}",
+            start_s - 7200,
+            start_s - 3600
+        ),
+        "a",
+        None,
+    );
     assert_eq!((status, none.as_array().unwrap().len()), (200, 0));
     let (status, _) = call(a, "GET", "/api/v1/anomalies?start=tomorrow", "a", None);
     assert_eq!(status, 400);
 
     // Tenant isolation.
     let (status, list) = call(a, "GET", "/api/v1/detectors", "b", None);
-    assert_eq!((status, list["detectors"].as_array().unwrap().len()), (200, 0));
+    assert_eq!(
+        (status, list["detectors"].as_array().unwrap().len()),
+        (200, 0)
+    );
     assert_eq!(call(a, "GET", "/api/v1/detectors/lat_sn", "b", None).0, 404);
-    assert_eq!(call(a, "DELETE", "/api/v1/detectors/lat_sn", "b", None).0, 404);
-    assert_eq!(call(a, "POST", "/api/v1/detectors/lat_sn/run", "b", None).0, 404);
+    assert_eq!(
+        call(a, "DELETE", "/api/v1/detectors/lat_sn", "b", None).0,
+        404
+    );
+    assert_eq!(
+        call(a, "POST", "/api/v1/detectors/lat_sn/run", "b", None).0,
+        404
+    );
     assert!(anomalies(a, "b", "lat_sn").is_empty());
     assert_eq!(call(a, "GET", "/api/v1/detectors/lat_sn", "a", None).0, 200);
 
     // Ingest and queries stay served while a bigger model trains; progress is visible.
-    let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&nbeats_spec("lat_big", 20_000, 256)));
+    let (status, r) = call(
+        a,
+        "POST",
+        "/api/v1/detectors",
+        "a",
+        Some(&nbeats_spec("lat_big", 20_000, 256)),
+    );
     assert_eq!(status, 201, "{r}");
     let training = wait_for(a, "a", "lat_big", 60, |d| {
         d["status"]["state"] == "training" && d["status"]["progress"]["epoch"].as_u64() > Some(0)
@@ -361,18 +487,35 @@ fn detectors_end_to_end() {
     assert!(p["train_loss"].as_f64().unwrap().is_finite(), "{p}");
     for _ in 0..3 {
         let t = Instant::now();
-        ingest(a, "a", vec![gauge("during_training", data_start_s(), &[1.0, 2.0, 3.0])]);
+        ingest(
+            a,
+            "a",
+            vec![gauge("during_training", data_start_s(), &[1.0, 2.0, 3.0])],
+        );
         let r = range(a, "a", "chat_latency_p50", start_s, end_s);
         assert_eq!(r.len(), 1);
-        assert!(t.elapsed() < Duration::from_secs(3), "ingest + query took {:?} during training", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "ingest + query took {:?} during training",
+            t.elapsed()
+        );
     }
     let (_, still) = call(a, "GET", "/api/v1/detectors/lat_big", "a", None);
-    assert_eq!(still["status"]["state"], "training", "training ended too early to test: {still}");
+    assert_eq!(
+        still["status"]["state"], "training",
+        "training ended too early to test: {still}"
+    );
     // Deleting stops the training and removes the detector and its events.
     let t = Instant::now();
-    assert_eq!(call(a, "DELETE", "/api/v1/detectors/lat_big", "a", None).0, 200);
+    assert_eq!(
+        call(a, "DELETE", "/api/v1/detectors/lat_big", "a", None).0,
+        200
+    );
     assert!(t.elapsed() < Duration::from_secs(10));
-    assert_eq!(call(a, "GET", "/api/v1/detectors/lat_big", "a", None).0, 404);
+    assert_eq!(
+        call(a, "GET", "/api/v1/detectors/lat_big", "a", None).0,
+        404
+    );
     assert!(!data.join("detectors/a/lat_big").exists());
 
     // Restart: detectors and events survive.
@@ -381,14 +524,39 @@ fn detectors_end_to_end() {
     let a = server.http;
     let (status, list) = call(a, "GET", "/api/v1/detectors", "a", None);
     assert_eq!(status, 200);
-    let names: Vec<&str> = list["detectors"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["chat_svc", "lat_nb", "lat_sn", "short"]);
+    let names: Vec<&str> = list["detectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "capped",
+            "chat_svc",
+            "lat_nb",
+            "lat_sn",
+            "per_model",
+            "short"
+        ]
+    );
     let after = anomalies(a, "a", "lat_sn");
-    let ids = |v: &[Value]| v.iter().map(|e| e["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    let ids = |v: &[Value]| {
+        v.iter()
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(ids(&after), ids(&sn_events));
     let nb = wait_for(a, "a", "lat_nb", 60, ready);
     assert!(nb["status"]["fallback"].is_null(), "{nb}");
-    assert!(data.join("detectors/a/lat_nb/models").read_dir().unwrap().next().is_some());
+    assert!(
+        data.join("detectors/a/lat_nb/models")
+            .read_dir()
+            .unwrap()
+            .next()
+            .is_some()
+    );
 
     // PUT replaces; DELETE removes the detector and its events, the written series remain.
     let mut replaced = seasonal_spec();
@@ -396,9 +564,61 @@ fn detectors_end_to_end() {
     let (status, r) = call(a, "PUT", "/api/v1/detectors/lat_sn", "a", Some(&replaced));
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["alpha"], 0.05);
-    assert_eq!(call(a, "DELETE", "/api/v1/detectors/lat_sn", "a", None).0, 200);
+    assert_eq!(
+        call(a, "DELETE", "/api/v1/detectors/lat_sn", "a", None).0,
+        200
+    );
     assert!(anomalies(a, "a", "lat_sn").is_empty());
     assert_eq!(range(a, "a", "lat_sn:predicted", start_s, end_s).len(), 1);
+    server.stop();
+}
+
+fn cli(addr: SocketAddr, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sightline"))
+        .arg("detectors")
+        .args(["--url", &format!("http://{addr}"), "--tenant", "a"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn detectors_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(&dir.path().join("data"), &[], dir.path().join("server.log"));
+    let a = server.http;
+    ingest_dataset(a, "a");
+    let file = dir.path().join("spec.json");
+    std::fs::write(&file, nbeats_spec("cli_nb", 40, 16).to_string()).unwrap();
+    let (ok, out) = cli(a, &["create", "--file", file.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(out.contains("cli_nb"), "{out}");
+    let (ok, out) = cli(a, &["create", "--file", file.to_str().unwrap()]);
+    assert!(!ok && out.contains("409"), "{out}");
+    let (ok, out) = cli(a, &["run", "cli_nb", "--wait", "--timeout-secs", "120"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("ready"), "{out}");
+    let (ok, out) = cli(a, &["list"]);
+    assert!(
+        ok && out.contains("cli_nb") && out.contains("nbeats") && out.contains("ready"),
+        "{out}"
+    );
+    let (ok, out) = cli(a, &["show", "cli_nb", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(ok);
+    assert_eq!(v["status"]["series"], 1);
+    let (ok, out) = cli(a, &["anomalies", "--detector", "cli_nb"]);
+    assert!(ok, "{out}");
+    let (ok, out) = cli(a, &["delete", "cli_nb"]);
+    assert!(ok && out.contains("deleted"), "{out}");
+    let (ok, out) = cli(a, &["show", "cli_nb"]);
+    assert!(!ok && out.contains("404"), "{out}");
     server.stop();
 }
 

@@ -88,7 +88,11 @@ pub fn severity(peak_score: f64, excess: f64) -> f64 {
     } else {
         0.0
     };
-    let excess = if excess.is_finite() { excess.max(0.0) } else { 0.0 };
+    let excess = if excess.is_finite() {
+        excess.max(0.0)
+    } else {
+        0.0
+    };
     (peak * (1.0 - (-excess / 2.0).exp())).clamp(0.0, 1.0)
 }
 
@@ -155,7 +159,8 @@ pub fn merge(
         let hit = events.iter().position(|e| {
             series_key(&e.labels) == o.key
                 && e.start_ms <= o.last_ms
-                && (e.last_ms >= o.start_ms || (e.end_ms.is_none() && e.last_ms + gap_ms >= o.start_ms))
+                && (e.last_ms >= o.start_ms
+                    || (e.end_ms.is_none() && e.last_ms + gap_ms >= o.start_ms))
         });
         match hit {
             Some(i) => {

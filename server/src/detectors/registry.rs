@@ -109,8 +109,7 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Det
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let tmp = path.with_extension("json.tmp");
-    let bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| DetectorError::Io(e.to_string()))?;
+    let bytes = serde_json::to_vec_pretty(value).map_err(|e| DetectorError::Io(e.to_string()))?;
     let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
     f.write_all(&bytes).map_err(io(&tmp))?;
     f.sync_all().map_err(io(&tmp))?;
@@ -152,7 +151,9 @@ impl Registry {
                         table.insert((tenant.clone(), det.name()), Arc::new(det));
                     }
                     Ok(None) => {}
-                    Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "skipping damaged detector"),
+                    Err(e) => {
+                        tracing::warn!(dir = %dir.display(), error = %e, "skipping damaged detector")
+                    }
                 }
             }
         }

@@ -109,10 +109,9 @@ pub fn window(spec: &DetectorSpec, now_ms: i64, full: bool, oldest_written: Opti
     let history = spec.history_ms() / step * step;
     let span = match (full, oldest_written) {
         (false, Some(w)) => {
-            let context = (spec.warmup_points()
-                + spec.calibration_window()
-                + 4 * spec.sustain.window) as i64
-                * step;
+            let context =
+                (spec.warmup_points() + spec.calibration_window() + 4 * spec.sustain.window) as i64
+                    * step;
             (context + (end - w).max(0)).min(history)
         }
         _ => history,
@@ -156,7 +155,8 @@ pub fn run(
     let _guard = det.run_lock.lock();
     let generation = det.generation.load(Ordering::SeqCst);
     let cancelled = || {
-        stop() || det.deleted.load(Ordering::SeqCst)
+        stop()
+            || det.deleted.load(Ordering::SeqCst)
             || det.generation.load(Ordering::SeqCst) != generation
     };
     if cancelled() {
@@ -220,7 +220,11 @@ pub fn run(
             st.state = State::Ready;
             st.series = o.series;
             st.error = (!o.skipped.is_empty()).then(|| {
-                format!("{} series skipped: {}", o.skipped.len(), o.skipped.join("; "))
+                format!(
+                    "{} series skipped: {}",
+                    o.skipped.len(),
+                    o.skipped.join("; ")
+                )
             });
         }
         if o.last_scored_ms.is_some() {
@@ -401,7 +405,16 @@ fn single(
             out.fallbacks.push(format!("{name}: {why}"));
         }
         let label = display(&spec.name, &s.labels);
-        collect(&mut out, spec, s, &report, &key, written.get(&key).copied(), w.step_ms, &label);
+        collect(
+            &mut out,
+            spec,
+            s,
+            &report,
+            &key,
+            written.get(&key).copied(),
+            w.step_ms,
+            &label,
+        );
     }
     Ok(out)
 }
@@ -456,7 +469,11 @@ pub fn collect(
     let t_of = |i: usize| s.start_ms + i as i64 * step_ms;
     let mut anomalous = vec![false; n];
     for a in &report.alerts {
-        for flag in anomalous.iter_mut().take(a.end.min(n - 1) + 1).skip(a.start) {
+        for flag in anomalous
+            .iter_mut()
+            .take(a.end.min(n - 1) + 1)
+            .skip(a.start)
+        {
             *flag = true;
         }
     }

@@ -42,7 +42,10 @@ pub(super) fn service(
         }
         let series = got.remove(0);
         if series.values.is_empty() {
-            return Err(format!("roles.{name}.query has no data over the last {}", spec.history));
+            return Err(format!(
+                "roles.{name}.query has no data over the last {}",
+                spec.history
+            ));
         }
         roles.push(Role {
             name,
@@ -51,7 +54,11 @@ pub(super) fn service(
         });
     }
     // Align every role on the common stretch of time.
-    let start = roles.iter().map(|r| r.series.start_ms).max().unwrap_or(w.start_ms);
+    let start = roles
+        .iter()
+        .map(|r| r.series.start_ms)
+        .max()
+        .unwrap_or(w.start_ms);
     let end = roles
         .iter()
         .map(|r| r.series.start_ms + (r.series.values.len() as i64 - 1) * w.step_ms)
@@ -111,7 +118,8 @@ pub(super) fn service(
     let mut reports: BTreeMap<&str, AnomalyReport> = BTreeMap::new();
     for (r, s) in roles.iter().zip(&input) {
         let cfg = spec.anomaly_config(s.role.bad_direction());
-        let report = detect(&s.values, volume.as_deref(), &cfg, None).map_err(|e| format!("{}: {e}", r.name))?;
+        let report = detect(&s.values, volume.as_deref(), &cfg, None)
+            .map_err(|e| format!("{}: {e}", r.name))?;
         let mut labels = r.series.labels.clone();
         labels.insert("role".into(), r.name.to_owned());
         let gs = GridSeries {
@@ -122,7 +130,16 @@ pub(super) fn service(
         let key = series_key(&labels);
         let mut scratch = Outcome::default();
         let label = format!("{} {}", spec.name, r.name);
-        collect(&mut scratch, spec, &gs, &report, &key, written.get(&key).copied(), w.step_ms, &label);
+        collect(
+            &mut scratch,
+            spec,
+            &gs,
+            &report,
+            &key,
+            written.get(&key).copied(),
+            w.step_ms,
+            &label,
+        );
         out.writer = merge_writer(out.writer, scratch.writer);
         out.written.extend(scratch.written);
         out.last_scored_ms = out.last_scored_ms.max(scratch.last_scored_ms);
@@ -170,18 +187,29 @@ pub(super) fn service(
                     Direction::Both => "below",
                 };
             }
-            parts.push(format!("{name} {}", deviation_words(st.actual, st.expected)));
+            parts.push(format!(
+                "{name} {}",
+                deviation_words(st.actual, st.expected)
+            ));
         }
         let dur = (f.end as i64 - f.start as i64 + 1) * w.step_ms;
         let mut text = format!("{} for {}", parts.join(", "), duration_words(dur));
         for name in &f.under_threshold {
             if !f.moved.contains(name) {
-                let th = spec.roles.get(name).and_then(|r| r.threshold).unwrap_or(f64::NAN);
+                let th = spec
+                    .roles
+                    .get(name)
+                    .and_then(|r| r.threshold)
+                    .unwrap_or(f64::NAN);
                 text.push_str(&format!("; {name} within band, under its threshold {th}"));
             }
         }
         for name in &f.over_threshold {
-            let th = spec.roles.get(name).and_then(|r| r.threshold).unwrap_or(f64::NAN);
+            let th = spec
+                .roles
+                .get(name)
+                .and_then(|r| r.threshold)
+                .unwrap_or(f64::NAN);
             text.push_str(&format!("; {name} over its threshold {th}"));
         }
         let kind = serde_json::to_value(f.kind)

@@ -354,7 +354,10 @@ impl DetectorSpec {
             }
             Mode::Service => {
                 if self.roles.is_empty() {
-                    return Err("service mode needs roles, e.g. {\"latency_p50\": {\"query\": \"...\"}}".into());
+                    return Err(
+                        "service mode needs roles, e.g. {\"latency_p50\": {\"query\": \"...\"}}"
+                            .into(),
+                    );
                 }
                 for (role, r) in &self.roles {
                     if signal_role(role).is_none() {
@@ -382,10 +385,16 @@ impl DetectorSpec {
             return Err(format!("alpha must be in (0, 0.5), got {}", self.alpha));
         }
         if self.horizon == 0 || self.horizon > 10_000 {
-            return Err(format!("horizon must be in 1..=10000, got {}", self.horizon));
+            return Err(format!(
+                "horizon must be in 1..=10000, got {}",
+                self.horizon
+            ));
         }
         if self.lookback < 2 || self.lookback > 10_000 {
-            return Err(format!("lookback must be in 2..=10000, got {}", self.lookback));
+            return Err(format!(
+                "lookback must be in 2..=10000, got {}",
+                self.lookback
+            ));
         }
         if self.max_series == 0 || self.max_series > MAX_SERIES_LIMIT {
             return Err(format!(
@@ -407,7 +416,9 @@ impl DetectorSpec {
         }
         let m = &self.model;
         let positive = |what: &str, v: Option<usize>, max: usize| match v {
-            Some(x) if x == 0 || x > max => Err(format!("model.{what} must be in 1..={max}, got {x}")),
+            Some(x) if x == 0 || x > max => {
+                Err(format!("model.{what} must be in 1..={max}, got {x}"))
+            }
             _ => Ok(()),
         };
         positive("season", m.season, MAX_POINTS as usize)?;

@@ -45,7 +45,8 @@ impl Writer {
         let defs: Vec<SeriesDef> = SUFFIXES
             .iter()
             .map(|s| {
-                let mut d = SeriesDef::new(format!("{detector}:{s}"), MetricKind::Gauge, labels.clone());
+                let mut d =
+                    SeriesDef::new(format!("{detector}:{s}"), MetricKind::Gauge, labels.clone());
                 d.help = format!("sightline detector {detector}: {s}");
                 d
             })
