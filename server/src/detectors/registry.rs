@@ -191,7 +191,7 @@ impl Registry {
     }
 
     /// Create (`replace` false: 409 when it exists) or replace a detector. Replacing keeps the
-    /// events, drops the models and write positions, and sets the state back to pending.
+    /// events and the write positions, drops the models, and sets the state back to pending.
     pub fn put(
         &self,
         tenant: &TenantId,
@@ -199,17 +199,28 @@ impl Registry {
         replace: bool,
     ) -> Result<(Arc<Detector>, bool), DetectorError> {
         let key = (tenant.clone(), spec.name.clone());
-        let mut table = self.table.write();
-        let existing = table.get(&key).cloned();
+        let existing = self.table.read().get(&key).cloned();
         if existing.is_some() && !replace {
             return Err(DetectorError::Exists(spec.name));
+        }
+        let mut status = Status::default();
+        let mut events = Vec::new();
+        if let Some(old) = &existing {
+            old.generation.fetch_add(1, Ordering::SeqCst);
+            old.deleted.store(true, Ordering::SeqCst);
+            // Let a running job of the old definition stop before its files are replaced
+            // (outside the table lock, so other requests are not held up meanwhile).
+            let _guard = old.run_lock.lock();
+            events = old.events.lock().clone();
+            // Points already written stay; the new definition writes from there on.
+            status.written = old.status.lock().written.clone();
         }
         let dir = self.root.join(tenant.as_str()).join(&spec.name);
         let det = Arc::new(Detector {
             tenant: tenant.clone(),
             spec: RwLock::new(spec),
-            status: Mutex::new(Status::default()),
-            events: Mutex::new(Vec::new()),
+            status: Mutex::new(status),
+            events: Mutex::new(events),
             models: Mutex::new(HashMap::new()),
             generation: AtomicU64::new(0),
             deleted: AtomicBool::new(false),
@@ -218,12 +229,11 @@ impl Registry {
             run_lock: Mutex::new(()),
             dir,
         });
-        if let Some(old) = &existing {
-            old.generation.fetch_add(1, Ordering::SeqCst);
-            old.deleted.store(true, Ordering::SeqCst);
-            // Let a running job of the old definition stop before its files are replaced.
-            let _guard = old.run_lock.lock();
-            *det.events.lock() = old.events.lock().clone();
+        let mut table = self.table.write();
+        if !replace && table.contains_key(&key) {
+            return Err(DetectorError::Exists(key.1));
+        }
+        if existing.is_some() {
             let models = det.dir.join("models");
             if models.exists() {
                 std::fs::remove_dir_all(&models).map_err(io(&models))?;

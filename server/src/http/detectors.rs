@@ -38,11 +38,20 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/annotations", get(annotations))
 }
 
-fn err(status: StatusCode, msg: impl std::fmt::Display) -> Response {
-    super::api_error(status, msg)
+/// An error answer: status plus message, rendered as `{"status": "error", "error": ...}`.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        super::api_error(self.0, self.1)
+    }
 }
 
-fn from_detector_error(e: DetectorError) -> Response {
+fn err(status: StatusCode, msg: impl std::fmt::Display) -> ApiError {
+    ApiError(status, msg.to_string())
+}
+
+fn from_detector_error(e: DetectorError) -> ApiError {
     let status = match &e {
         DetectorError::Invalid(_) => StatusCode::BAD_REQUEST,
         DetectorError::Exists(_) => StatusCode::CONFLICT,
@@ -54,7 +63,7 @@ fn from_detector_error(e: DetectorError) -> Response {
 }
 
 /// Tenant and detectors of a request.
-fn prepare(st: &AppState, headers: &HeaderMap) -> Result<(TenantId, Arc<Detectors>), Response> {
+fn prepare(st: &AppState, headers: &HeaderMap) -> Result<(TenantId, Arc<Detectors>), ApiError> {
     let tenant =
         super::request_tenant(st, headers).map_err(|e| err(StatusCode::UNAUTHORIZED, e))?;
     let d = st.detectors().cloned().ok_or_else(|| {
@@ -66,7 +75,7 @@ fn prepare(st: &AppState, headers: &HeaderMap) -> Result<(TenantId, Arc<Detector
     Ok((tenant, d))
 }
 
-fn parse_spec(body: &[u8], name: Option<&str>) -> Result<DetectorSpec, Response> {
+fn parse_spec(body: &[u8], name: Option<&str>) -> Result<DetectorSpec, ApiError> {
     let mut v: Value = serde_json::from_slice(body)
         .map_err(|e| err(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}")))?;
     if let (Some(name), Some(obj)) = (name, v.as_object_mut()) {
@@ -92,7 +101,7 @@ fn parse_spec(body: &[u8], name: Option<&str>) -> Result<DetectorSpec, Response>
 
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, DetectorError> + Send + 'static,
-) -> Result<T, Response> {
+) -> Result<T, ApiError> {
     match tokio::task::spawn_blocking(f).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(from_detector_error(e)),
@@ -103,7 +112,7 @@ async fn blocking<T: Send + 'static>(
 async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
     let (tenant, d) = match prepare(&st, &headers) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let items: Vec<Value> = d
         .registry()
@@ -135,11 +144,11 @@ async fn put_detector(
 ) -> Response {
     let (tenant, d) = match prepare(&st, &headers) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let spec = match parse_spec(&body, name.as_deref()) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let replace = name.is_some();
     match blocking(move || d.registry().put(&tenant, spec, replace)).await {
@@ -151,7 +160,7 @@ async fn put_detector(
             };
             (status, axum::Json(det.to_json())).into_response()
         }
-        Err(r) => r,
+        Err(r) => r.into_response(),
     }
 }
 
@@ -162,11 +171,11 @@ async fn show(
 ) -> Response {
     let (tenant, d) = match prepare(&st, &headers) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match d.registry().get(&tenant, &name) {
         Some(det) => axum::Json(det.to_json()).into_response(),
-        None => from_detector_error(DetectorError::NotFound(name)),
+        None => from_detector_error(DetectorError::NotFound(name)).into_response(),
     }
 }
 
@@ -177,13 +186,13 @@ async fn remove(
 ) -> Response {
     let (tenant, d) = match prepare(&st, &headers) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let n = name.clone();
     match blocking(move || d.registry().delete(&tenant, &n)).await {
         Ok(true) => axum::Json(json!({"status": "success", "deleted": name})).into_response(),
-        Ok(false) => from_detector_error(DetectorError::NotFound(name)),
-        Err(r) => r,
+        Ok(false) => from_detector_error(DetectorError::NotFound(name)).into_response(),
+        Err(r) => r.into_response(),
     }
 }
 
@@ -194,10 +203,10 @@ async fn run_now(
 ) -> Response {
     let (tenant, d) = match prepare(&st, &headers) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let Some(det) = d.registry().get(&tenant, &name) else {
-        return from_detector_error(DetectorError::NotFound(name));
+        return from_detector_error(DetectorError::NotFound(name)).into_response();
     };
     match d.request_run(&det) {
         Ok(()) => (
@@ -205,7 +214,7 @@ async fn run_now(
             axum::Json(json!({"status": "accepted", "detector": name})),
         )
             .into_response(),
-        Err(e) => from_detector_error(e),
+        Err(e) => from_detector_error(e).into_response(),
     }
 }
 
@@ -230,7 +239,7 @@ struct Filter {
     limit: usize,
 }
 
-fn filter(query: Option<&str>) -> Result<Filter, Response> {
+fn filter(query: Option<&str>) -> Result<Filter, ApiError> {
     let p: Vec<(String, String)> = query
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
@@ -280,11 +289,11 @@ async fn anomalies(
 ) -> Response {
     let (tenant, d) = match prepare(&st, &headers) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let f = match filter(query.as_deref()) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let list: Vec<Value> = select(&d, &tenant, &f)
         .into_iter()
@@ -306,11 +315,11 @@ async fn annotations(
 ) -> Response {
     let (tenant, d) = match prepare(&st, &headers) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let f = match filter(query.as_deref()) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let now = crate::detectors::now_ms();
     let list: Vec<Value> = select(&d, &tenant, &f)
