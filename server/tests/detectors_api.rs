@@ -99,6 +99,11 @@ fn ingest_dataset(addr: SocketAddr, tenant: &str) -> i64 {
         .collect();
     let p99: Vec<f64> = (0..N).map(|i| seasonal(i, 3.0, 2)).collect();
     let short: Vec<f64> = (0..20).map(|i| seasonal(i, 1.0, 3)).collect();
+    // A constant series with a 15-minute hole (longer than PromQL's 5-minute lookback).
+    let flat: Vec<Value> = (0..N)
+        .filter(|i| !(600..615).contains(i))
+        .map(|i| json!({"timeUnixNano": ((start_s + i as i64 * STEP_S) * 1_000_000_000).to_string(), "asDouble": 2.0}))
+        .collect();
     // Two series of one metric (a `model` attribute), for one model per series.
     let per_model: Vec<Value> = ["a", "b"]
         .iter()
@@ -119,6 +124,7 @@ fn ingest_dataset(addr: SocketAddr, tenant: &str) -> i64 {
             gauge("chat_latency_p99", start_s, &p99),
             gauge("short_metric", start_s + (N as i64 - 20) * STEP_S, &short),
             json!({"name": "tokens_rate", "gauge": {"dataPoints": per_model}}),
+            json!({"name": "flat_metric", "gauge": {"dataPoints": flat}}),
         ],
     );
     start_s
@@ -367,6 +373,33 @@ fn detectors_end_to_end() {
         "{capped}"
     );
 
+    // A constant series with a gap: N-BEATS cannot train, the baseline takes over, bands stay
+    // finite.
+    let mut flat = nbeats_spec("flat", 60, 32);
+    flat["query"] = json!("flat_metric");
+    let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&flat));
+    assert_eq!(status, 201, "{r}");
+    let flat = wait_for(a, "a", "flat", 60, ready);
+    let fallback = flat["status"]["fallback"].as_str().unwrap_or_default();
+    assert!(
+        fallback.contains("constant") && fallback.contains("median/MAD"),
+        "{flat}"
+    );
+    for suffix in ["predicted", "lower", "upper", "anomalous"] {
+        let r = range(
+            a,
+            "a",
+            &format!("flat:{suffix}"),
+            start_s,
+            start_s + N as i64 * STEP_S,
+        );
+        let v = values(&r[0]);
+        assert!(
+            v.len() > 500 && v.iter().all(|(_, x)| x.is_finite()),
+            "flat:{suffix}"
+        );
+    }
+
     // Anomaly events at the injected shift, none far from it.
     let sn_events = anomalies(a, "a", "lat_sn");
     eprintln!("lat_sn events: {sn_events:#?}\nlat_nb: {nb:#?}\nshort: {short:#?}");
@@ -546,6 +579,7 @@ fn detectors_end_to_end() {
         [
             "capped",
             "chat_svc",
+            "flat",
             "lat_nb",
             "lat_sn",
             "per_model",
