@@ -604,7 +604,9 @@ fn detectors_end_to_end() {
     );
 
     // PUT replaces; DELETE removes the detector and its events, the written series remain.
-    let mut replaced = seasonal_spec();
+    // What GET returns (status included) can be PUT back as it is.
+    let (_, mut replaced) = call(a, "GET", "/api/v1/detectors/lat_sn", "a", None);
+    assert!(replaced["status"].is_object());
     replaced["alpha"] = json!(0.05);
     let (status, r) = call(a, "PUT", "/api/v1/detectors/lat_sn", "a", Some(&replaced));
     assert_eq!(status, 200, "{r}");
