@@ -62,6 +62,10 @@ pub struct ModelSpec {
     /// Residuals in the rolling conformal calibration [500].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration_window: Option<usize>,
+    /// Keep breaching points out of the rolling calibration, so a long anomaly does not widen
+    /// its own band (tighter bands on clean data) [false].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_breaches: Option<bool>,
     /// N-BEATS: training steps [300].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epochs: Option<usize>,
@@ -233,6 +237,7 @@ fn d_model() -> ModelSpec {
         season: None,
         window: None,
         calibration_window: None,
+        exclude_breaches: None,
         epochs: None,
         width: None,
         stacks: None,
@@ -468,7 +473,7 @@ impl DetectorSpec {
             calibration: Calibration::Rolling {
                 window: self.calibration_window(),
                 min_points: 30,
-                exclude_breaches: false,
+                exclude_breaches: self.model.exclude_breaches.unwrap_or(false),
             },
             sustained: SustainedConfig {
                 window: self.sustain.window,
