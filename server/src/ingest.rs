@@ -61,6 +61,7 @@ pub struct Ingest {
     telemetry: Arc<Telemetry>,
     inflight: Arc<Semaphore>,
     shutting_down: AtomicBool,
+    detectors: std::sync::OnceLock<Arc<crate::detectors::Detectors>>,
 }
 
 impl std::fmt::Debug for Ingest {
@@ -86,6 +87,7 @@ impl Ingest {
             telemetry,
             inflight: Arc::new(Semaphore::new(permits)),
             shutting_down: AtomicBool::new(false),
+            detectors: std::sync::OnceLock::new(),
         }
     }
 
@@ -102,6 +104,16 @@ impl Ingest {
     /// The server's counters.
     pub fn telemetry(&self) -> &Arc<Telemetry> {
         &self.telemetry
+    }
+
+    /// Attaches the detectors (once; `sightline serve` does at start).
+    pub fn set_detectors(&self, d: Arc<crate::detectors::Detectors>) {
+        let _ = self.detectors.set(d);
+    }
+
+    /// The detectors, when this process runs them (not in `sightline query --data-dir`).
+    pub fn detectors(&self) -> Option<&Arc<crate::detectors::Detectors>> {
+        self.detectors.get()
     }
 
     /// Marks the server as shutting down (`/ready` answers 503 from then on).

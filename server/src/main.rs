@@ -25,6 +25,13 @@ fn main() -> anyhow::Result<()> {
             println!("{out}");
             Ok(())
         }
+        Command::Detectors(args) => {
+            let out = sightline_server::detectors_cli::run(&args).map_err(anyhow::Error::msg)?;
+            if !out.is_empty() {
+                println!("{out}");
+            }
+            Ok(())
+        }
         Command::Granger(args) => {
             let out = sightline_server::granger_cli::run(&args).map_err(anyhow::Error::msg)?;
             println!("{out}");
