@@ -301,6 +301,8 @@ run('plugin against a real sightline (auth off)', () => {
       model: { kind: 'zscore' },
       direction: 'both',
       alpha: 0.01,
+      // The series carries one spiked point: alert on a single breach.
+      sustain: { window: 1, min_points: 1, recovery: 1 },
       max_series: 10,
     };
     const create = await ds.send({ method: 'POST', path: '/api/v1/detectors', data: spec });
@@ -331,12 +333,14 @@ run('plugin against a real sightline (auth off)', () => {
     expect((field(bands[0], 'value') as unknown[]).some((v) => v !== null)).toBe(true);
     const events = (res.data as DataFrame[]).find((f) => f.refId === 'E')!;
     expect(events.fields.map((f) => f.name)).toEqual(['time', 'timeEnd', 'title', 'text', 'tags']);
+    expect(events.length).toBeGreaterThan(0);
   });
 
   it('answers every plugin query of the provisioned dashboards', async () => {
     const vars = {
       model: 'gpt-4o',
-      detector: 'latency_guard',
+      // The detector the round-trip test above created and ran (its events feed the annotations).
+      detector: 'live_guard',
       trace_id: TRACE_HALLUCINATED,
       span_id: LLM_SPAN_HALLUCINATED,
       cause: 'answer_quality',
@@ -358,7 +362,14 @@ run('plugin against a real sightline (auth off)', () => {
         if ((q.queryType === QueryType.Quality && !quality) || (q.queryType === QueryType.Tokens && !tokens) || (q.queryType === QueryType.AnomalyEvents && !annotations)) {
           continue;
         }
-        const res = await ds.query(request([q]));
+        const req = request([q]);
+        if (q.queryType === QueryType.AnomalyEvents || q.queryType === QueryType.Anomalies) {
+          // live_guard ran over the last hours, not the fixed range of the other panels.
+          const from = dateTime(Date.now() - 7 * 3600_000);
+          const to = dateTime(Date.now());
+          req.range = { from, to, raw: { from, to } };
+        }
+        const res = await ds.query(req);
         expect({ file, panel, errors: res.errors }).toEqual({ file, panel, errors: undefined });
         const rows = (res.data as DataFrame[]).reduce((n, f) => n + f.length, 0);
         expect({ file, panel, rows: rows > 0 }).toEqual({ file, panel, rows: true });
