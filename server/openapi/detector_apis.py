@@ -16,7 +16,7 @@ schemas = {
         "horizon": {"type": "integer", "default": 24}, "lookback": {"type": "integer", "default": 168},
         "model": {"type": "object", "required": ["kind"], "additionalProperties": False, "properties": {
             "kind": {"type": "string", "enum": ["nbeats", "seasonal_naive", "zscore", "median_mad"]},
-            "season": {"type": "integer"}, "window": {"type": "integer"}, "calibration_window": {"type": "integer"}, "exclude_breaches": {"type": "boolean"},
+            "season": {"type": "integer"}, "window": {"type": "integer"}, "calibration_window": {"type": "integer"}, "exclude_breaches": {"type": "boolean"}, "calibration": {"type": "string", "enum": ["rolling", "robust"]},
             "epochs": {"type": "integer"}, "width": {"type": "integer"}, "stacks": {"type": "integer"}, "layers": {"type": "integer"},
             "batch_size": {"type": "integer"}, "learning_rate": {"type": "number"}, "patience": {"type": "integer"}, "seed": {"type": "integer"}}},
         "direction": {"type": "string", "enum": ["above", "below", "both"], "default": "both"},

