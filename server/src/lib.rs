@@ -18,6 +18,7 @@
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod error;
 pub mod granger_cli;
 pub mod grpc;
@@ -25,6 +26,7 @@ pub mod http;
 pub mod ingest;
 pub mod limits;
 pub mod otlp;
+pub mod quality;
 pub mod query_cli;
 pub mod serve;
 pub mod shutdown;
