@@ -184,7 +184,9 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     if !(args.days > 0.0 && args.days <= 30.0) {
         return Err(DemoError::Args("--days must be in (0, 30]".into()));
     }
-    if !(args.rate > 0.0 && args.rate <= 1000.0) || !(args.speed >= 0.0) {
+    let rate_ok = args.rate > 0.0 && args.rate <= 1000.0;
+    let speed_ok = args.speed.is_finite() && args.speed >= 0.0;
+    if !(rate_ok && speed_ok) {
         return Err(DemoError::Args(
             "--rate must be in (0, 1000] and --speed >= 0".into(),
         ));
