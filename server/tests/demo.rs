@@ -16,8 +16,6 @@ use serde_json::{Value, json};
 
 /// Most anomalies allowed more than 20 min away from every incident (docs/demo.md).
 const MAX_FALSE_ALARMS: usize = 3;
-/// Fixed end of the history: 2026-06-01T12:00:00Z.
-const END_S: i64 = 1_780_315_200;
 
 fn get(addr: std::net::SocketAddr, path: &str) -> (u16, Value) {
     let r = http(addr, "GET", path, &[], b"").unwrap();
@@ -78,7 +76,6 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
             "--detector-model",
             "median_mad",
         ])
-        .args(["--end", &END_S.to_string()])
         .arg("--data-dir")
         .arg(&data)
         .args([

@@ -37,6 +37,8 @@ pub const QUALITY_CAUSE: &str = "sightline_quality_hallucination_index{operation
 /// Granger: largest lag tested (steps of 60 s).
 pub const MAX_LAG: usize = 15;
 const STEP_S: i64 = 60;
+/// Longest detector history: 10,800 steps of 60 s (the detectors take at most 11,000 points).
+const MAX_HISTORY_S: i64 = 10_800 * 60;
 const CHUNK_MS: i64 = 6 * 3_600_000;
 
 /// The causal edges built into the KPI model.
@@ -142,7 +144,13 @@ async fn detectors(
     f: &mut Findings,
 ) -> Result<Vec<DemoDetector>, DemoError> {
     let list = demo_detectors(truth);
-    let history_s = (truth.end_ms - truth.start_ms) / 1000 + 3600;
+    // Detectors read the `history` before *now*: cover the whole generated history (which
+    // ends at now unless --end moved it), within the 11,000-point limit at 60 s steps.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let history_s = ((now_ms - truth.start_ms) / 1000 + 600).clamp(3600, MAX_HISTORY_S);
     for d in &list {
         let spec = json!({
             "name": d.name,
