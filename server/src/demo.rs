@@ -62,7 +62,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "SECS")]
     pub end: Option<i64>,
     /// Model of the demo's detectors: nbeats, seasonal_naive, zscore or median_mad.
-    #[arg(long, default_value = "nbeats")]
+    #[arg(long, default_value = "median_mad")]
     pub detector_model: String,
     /// Longest wait for the detectors to finish training, seconds.
     #[arg(long, default_value_t = 900)]

@@ -113,7 +113,7 @@ impl Timeline {
                     .into(),
                 signals: vec![
                     "sightline_quality_cache_hit_ratio{model=\"gpt-4o\"}".into(),
-                    "histogram_quantile(0.5, sum by (le) (rate(gen_ai_client_operation_duration_seconds_bucket{gen_ai_request_model=\"gpt-4o\"}[5m])))".into(),
+                    "histogram_quantile(0.5, sum by (le) (rate(gen_ai_client_operation_duration_seconds_bucket{gen_ai_request_model=\"gpt-4o\"}[10m])))".into(),
                 ],
             },
             Incident {
@@ -127,7 +127,7 @@ impl Timeline {
                      rollback 45 min later; conversion follows {CONVERSION_LAG_MIN} min later",
                     super::app::ROLLOUT_VERSION
                 ),
-                signals: vec!["sightline_quality_hallucination_index{model=\"gpt-4o\"}".into()],
+                signals: vec!["avg_over_time(sightline_quality_hallucination_index{model=\"gpt-4o\"}[10m])".into()],
             },
             Incident {
                 id: "prompt-change",
