@@ -61,8 +61,9 @@ pub struct DemoArgs {
     /// for byte-identical reruns.
     #[arg(long, value_name = "SECS")]
     pub end: Option<i64>,
-    /// Model of the demo's detectors: nbeats, seasonal_naive, zscore or median_mad.
-    #[arg(long, default_value = "median_mad")]
+    /// Model of the demo's detectors: auto (rolling z-score for the noisy per-minute series,
+    /// rolling median/MAD for the others), nbeats, seasonal_naive, zscore or median_mad.
+    #[arg(long, default_value = "auto")]
     pub detector_model: String,
     /// Longest wait for the detectors to finish training, seconds.
     #[arg(long, default_value_t = 900)]

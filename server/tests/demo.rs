@@ -67,15 +67,7 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
     let out = std::fs::File::create(tmp.path().join("stdout")).unwrap();
     let err = std::fs::File::create(tmp.path().join("stderr")).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sightline"))
-        .args([
-            "demo",
-            "--days",
-            "0.25",
-            "--seed",
-            "7",
-            "--detector-model",
-            "median_mad",
-        ])
+        .args(["demo", "--days", "0.25", "--seed", "7"])
         .arg("--data-dir")
         .arg(&data)
         .args([

@@ -137,6 +137,19 @@ pub fn demo_detectors(truth: &Truth) -> Vec<DemoDetector> {
     out
 }
 
+/// The model of a demo detector: `--detector-model`, or with `auto` the rolling z-score for
+/// the noisy per-minute series (hallucination index of one model, a latency quantile, where
+/// the median/MAD scale of a short history can collapse) and the rolling median/MAD elsewhere.
+pub fn model_kind<'a>(flag: &'a str, query: &str) -> &'a str {
+    match flag {
+        "auto" if query.contains("hallucination_index") || query.contains("histogram_quantile") => {
+            "zscore"
+        }
+        "auto" => "median_mad",
+        other => other,
+    }
+}
+
 async fn detectors(
     client: &Client,
     args: &DemoArgs,
@@ -159,9 +172,12 @@ async fn detectors(
             "history": format!("{history_s}s"),
             "horizon": 10,
             "lookback": 60,
-            "model": {"kind": args.detector_model, "season": 60},
+            "model": {"kind": model_kind(&args.detector_model, &d.query)},
             "direction": d.direction,
-            "alpha": 0.01,
+            // 95 % bands: with a few hundred points of history the 99 % conformal quantile is
+            // (nearly) the largest residual seen, which the first minute of an incident raises,
+            // so a sustained breach could never form.
+            "alpha": 0.05,
             "sustain": {"window": 5, "min_points": 4, "recovery": 3},
             "retrain_every": "24h",
             "max_series": 10,

@@ -99,7 +99,7 @@ impl Timeline {
                 description: "anthropic answers 529 overloaded_error to ~60% of calls for 15 min"
                     .into(),
                 signals: vec![
-                    "sum(rate(gen_ai_client_operation_duration_seconds_count{gen_ai_provider_name=\"anthropic\",error_type!=\"\"}[5m]))".into(),
+                    "1 - sum(rate(gen_ai_client_operation_duration_seconds_count{gen_ai_provider_name=\"anthropic\",error_type=\"\"}[5m])) / sum(rate(gen_ai_client_operation_duration_seconds_count{gen_ai_provider_name=\"anthropic\"}[5m]))".into(),
                 ],
             },
             Incident {
@@ -123,11 +123,11 @@ impl Timeline {
                 end_ms: roll + minutes(45),
                 target: "gpt-4o",
                 description: format!(
-                    "gpt-4o rolls out {}; ~45% of its answers contain made-up facts until the \
+                    "gpt-4o rolls out {}; ~75% of its answers contain made-up facts until the \
                      rollback 45 min later; conversion follows {CONVERSION_LAG_MIN} min later",
                     super::app::ROLLOUT_VERSION
                 ),
-                signals: vec!["avg_over_time(sightline_quality_hallucination_index{model=\"gpt-4o\"}[10m])".into()],
+                signals: vec!["sightline_quality_hallucination_index{model=\"gpt-4o\"}".into()],
             },
             Incident {
                 id: "prompt-change",
@@ -172,7 +172,7 @@ impl Timeline {
     /// The rolled-out version's extra hallucination share for `model`, if rolled out.
     pub fn rollout(&self, model: &str, t_ms: i64) -> Option<f64> {
         match self.active(IncidentKind::ModelRollout, t_ms) {
-            Some(i) if i.target == model => Some(0.45),
+            Some(i) if i.target == model => Some(0.75),
             _ => None,
         }
     }

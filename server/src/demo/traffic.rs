@@ -118,7 +118,7 @@ impl Traffic {
         let hour = (t0 / 3_600_000) % 24;
         let wave = 1.0 + 0.35 * ((hour as f64 - 9.0) / 24.0 * std::f64::consts::TAU).cos();
         // Question difficulty drifts (AR(1)): bad-answer share varies minute to minute.
-        let shock = Normal::new(0.0, 0.35)
+        let shock = Normal::new(0.0, 0.25)
             .map(|n| n.sample(&mut self.rng))
             .unwrap_or(0.0);
         self.difficulty = 0.85 * self.difficulty + shock;
@@ -316,7 +316,7 @@ impl Traffic {
         } else {
             model.version
         };
-        let p_bad = (model.base_hallucination * self.difficulty.exp().clamp(0.3, 3.0)
+        let p_bad = (model.base_hallucination * self.difficulty.exp().clamp(0.4, 2.5)
             + rollout.unwrap_or(0.0))
         .min(0.95);
         let hallucinate = self.rng.random_bool(p_bad);
