@@ -189,7 +189,13 @@ pub fn render(truth: &Truth, f: &Findings) -> String {
     for e in &f.edges {
         let p = e
             .p_value
-            .map(|p| format!("{p:.2e}"))
+            .map(|p| {
+                if p < 1e-300 {
+                    "<1e-300".to_owned()
+                } else {
+                    format!("{p:.2e}")
+                }
+            })
             .unwrap_or_else(|| e.error.clone().unwrap_or_default());
         out.push_str(&format!(
             "  {:<56} {:<22} {:>8} {:>8} {:>10}\n",

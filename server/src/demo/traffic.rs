@@ -118,10 +118,10 @@ impl Traffic {
         let hour = (t0 / 3_600_000) % 24;
         let wave = 1.0 + 0.35 * ((hour as f64 - 9.0) / 24.0 * std::f64::consts::TAU).cos();
         // Question difficulty drifts (AR(1)): bad-answer share varies minute to minute.
-        let shock = Normal::new(0.0, 0.25)
+        let shock = Normal::new(0.0, 0.4)
             .map(|n| n.sample(&mut self.rng))
             .unwrap_or(0.0);
-        self.difficulty = 0.85 * self.difficulty + shock;
+        self.difficulty = 0.5 * self.difficulty + shock;
         let n = Poisson::new((self.rate_per_min * wave).max(0.1))
             .map(|p| p.sample(&mut self.rng) as u64)
             .unwrap_or(0);
@@ -417,13 +417,14 @@ impl Traffic {
                 ]);
             }
         }
+        let chat_start = clock + 1;
         let chat_id = child(
             self,
             "llm-router",
             &format!("chat {}", model.name),
             SpanKind::Client,
             &router_id,
-            clock + 1,
+            chat_start,
             dur_ms,
             attrs,
             error.map(|e| format!("{}: {e}", model.provider)).as_deref(),
@@ -524,7 +525,8 @@ impl Traffic {
                     cached.unwrap_or(0), route.system_tokens + history),
                 &chat_id, vec![s("gen_ai.request.model", model.name)]));
         }
-        let minute = (t_ms - self.start_ms).div_euclid(60_000);
+        // the minute of the model call (what the quality API buckets by)
+        let minute = (chat_start - self.start_ms).div_euclid(60_000);
         self.minutes
             .entry(minute)
             .or_default()
