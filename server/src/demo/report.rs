@@ -181,6 +181,17 @@ pub fn render(truth: &Truth, f: &Findings) -> String {
         "  false alarms (anomalies more than {GRACE_MIN} min from any incident): {}\n",
         f.false_alarms.len()
     ));
+    let mut per: Vec<(&str, usize)> = Vec::new();
+    for a in &f.false_alarms {
+        match per.iter_mut().find(|(d, _)| *d == a.detector) {
+            Some((_, n)) => *n += 1,
+            None => per.push((&a.detector, 1)),
+        }
+    }
+    if !per.is_empty() {
+        let list: Vec<String> = per.iter().map(|(d, n)| format!("{d} {n}")).collect();
+        out.push_str(&format!("    by detector: {}\n", list.join(", ")));
+    }
     out.push_str("\nGranger causality, quality -> KPI (step 60 s)\n");
     out.push_str(&format!(
         "  {:<56} {:<22} {:>8} {:>8} {:>10}\n",
