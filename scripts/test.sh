@@ -36,3 +36,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "==> cargo test"
 cargo test --workspace --locked
+
+echo "==> Grafana plugin: npm ci, build, tests (contract test against the debug sightline built above)"
+if ! command -v npm >/dev/null; then
+  echo "error: the Grafana plugin tests need Node.js 20+ with npm (https://nodejs.org)" >&2
+  exit 1
+fi
+SIGHTLINE_DEBUG_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/sightline"
+(
+  cd grafana-plugin
+  npm ci --no-audit --no-fund
+  npm run build
+  SIGHTLINE_BIN="$SIGHTLINE_DEBUG_BIN" SIGHTLINE_REQUIRE_BINARY=1 npm test
+)

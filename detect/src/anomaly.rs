@@ -6,6 +6,8 @@
 //! (1 − conformal p-value); band breaches in the configured [`Direction`] become alerts only
 //! when sustained ([`sustained`]), with a minimum-volume guard. [`multi`] judges a service's
 //! latency percentiles, rate, error ratio and throughput together and names hidden degradations.
+//! [`likelihood`] turns per-point scores into sparse first detections (anomaly likelihood,
+//! spatial novelty, cooldown), which is what NAB and on-call engineers reward.
 //!
 //! Bad input never panics and never yields NaN: gaps are carried forward and left unscored,
 //! too-short series are a typed error, constant series get a floored scale, and N-BEATS falls
@@ -13,12 +15,16 @@
 
 pub mod conformal;
 pub mod expect;
+pub mod likelihood;
 pub mod multi;
 pub mod score;
 pub mod sustained;
 
 pub use conformal::{Calibrator, Direction, conformal_quantile, conformal_score};
 pub use expect::Expectation;
+pub use likelihood::{
+    LikelihoodConfig, anomaly_likelihood, first_detections, log_likelihood, spatial_novelty,
+};
 pub use multi::{Finding, FindingKind, ServiceReport, ServiceSeries, SignalRole, judge_service};
 pub use score::{
     AnomalyConfig, AnomalyReport, Calibration, DetectorKind, ScoredSeries, detect,

@@ -5,6 +5,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import query_apis  # noqa: E402
+import detector_apis  # noqa: E402
 def ref(n): return {"$ref": f"#/components/schemas/{n}"}
 def jbody(schema, example=None):
     c = {"schema": schema}
@@ -71,6 +72,8 @@ for path, methods, summary in [
         add(path, m, op)
 for path, ops in query_apis.paths.items():
     for m, op in ops.items(): add(path, m, op)
+for path, ops in detector_apis.paths.items():
+    for m, op in ops.items(): add(path, m, op)
 schemas = {
     "Error": {"type": "object", "required": ["status", "error"], "properties": {"status": {"const": "error"}, "error": {"type": "string"}}},
     "Matcher": {"type": "object", "required": ["key", "value"], "properties": {"key": {"type": "string"}, "op": {"type": "string", "enum": ["=", "!=", "=~", "!~"], "default": "="}, "value": {"type": "string"}}},
@@ -87,6 +90,7 @@ schemas = {
         "limit": {"type": "integer", "minimum": 0, "maximum": 100000}}},
     "Table": {"type": "object", "properties": {"columns": {"type": "array", "items": {"type": "string"}}, "rows": {"type": "array", "items": {"type": "array"}}, "explain": {"type": "object"}}},
 }
+schemas.update(detector_apis.schemas)
 doc = {"openapi": "3.1.0", "info": {"title": "Sightline HTTP API", "version": "0.1.0",
        "description": "OTLP ingest, the native query and detect APIs, and the Prometheus, Tempo and Loki API subsets Grafana's datasources call. Auth: `Authorization: Bearer <token>` when the server runs with --auth-tokens-file, else `X-Scope-OrgID: <tenant>` (default tenant when absent)."},
        "servers": [{"url": "http://127.0.0.1:4318"}],

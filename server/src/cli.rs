@@ -35,6 +35,9 @@ pub enum Command {
     /// incidents), run the detectors and Granger tests, print what was found next to the
     /// injected truth, and keep serving.
     Demo(crate::demo::DemoArgs),
+    /// Manage anomaly detectors of a running server: list, show, create, delete, run (with
+    /// --wait, a progress bar until training finishes).
+    Detectors(crate::detectors_cli::DetectorsArgs),
 }
 
 /// Log output format.
@@ -157,4 +160,9 @@ pub struct ServeArgs {
     /// How long shutdown waits for in-flight requests before flushing anyway [default: 30].
     #[arg(long, env = "SIGHTLINE_SHUTDOWN_TIMEOUT_SECS", value_name = "SECS")]
     pub shutdown_timeout_secs: Option<u64>,
+
+    /// Worker threads that train and score anomaly detectors in the background; 0 turns the
+    /// scheduler off (definitions stay readable) [default: 1].
+    #[arg(long, env = "SIGHTLINE_DETECTOR_THREADS", value_name = "N")]
+    pub detector_threads: Option<usize>,
 }

@@ -7,6 +7,7 @@
 //! grpc_addr = "127.0.0.1:4317"
 //! auth_tokens_file = "/etc/sightline/tokens"
 //! shutdown_timeout_secs = 30
+//! detector_threads = 1   # 0 turns the anomaly detectors off
 //!
 //! [log]
 //! format = "json"        # or "text"
@@ -80,6 +81,8 @@ pub struct Config {
     pub storage: StorageSettings,
     /// Longest wait for in-flight requests at shutdown.
     pub shutdown_timeout: Duration,
+    /// Worker threads of the detector scheduler (0: detectors off).
+    pub detector_threads: usize,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -90,6 +93,7 @@ struct FileConfig {
     grpc_addr: Option<SocketAddr>,
     auth_tokens_file: Option<PathBuf>,
     shutdown_timeout_secs: Option<u64>,
+    detector_threads: Option<usize>,
     #[serde(default)]
     log: FileLog,
     limits: Option<Limits>,
@@ -136,6 +140,7 @@ impl Default for Config {
                 retention_days: None,
             },
             shutdown_timeout: Duration::from_secs(30),
+            detector_threads: 1,
         }
     }
 }
@@ -181,6 +186,9 @@ impl Config {
         }
         if let Some(v) = file.shutdown_timeout_secs {
             c.shutdown_timeout = Duration::from_secs(v);
+        }
+        if let Some(v) = file.detector_threads {
+            c.detector_threads = v;
         }
         if let Some(v) = file.log.format {
             c.log.format = v;
@@ -235,6 +243,7 @@ impl Config {
         set(&mut s.memory_budget_bytes, &a.memory_budget_bytes);
         set(&mut s.fsync, &a.fsync);
         set(&mut s.fsync_interval_ms, &a.fsync_interval_ms);
+        set(&mut self.detector_threads, &a.detector_threads);
         if let Some(secs) = a.shutdown_timeout_secs {
             self.shutdown_timeout = Duration::from_secs(secs);
         }

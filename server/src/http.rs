@@ -4,6 +4,7 @@
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
 //! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
 //! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
+//! * [`detectors`]: `/api/v1/detectors[/{name}[/run]]`, `/api/v1/anomalies`, `/api/v1/annotations`;
 //! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`;
 //! * [`openapi`]: `GET /api/v1/openapi.json`, the document of all of the above;
 //! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...);
@@ -13,6 +14,7 @@
 
 pub mod aggregate;
 pub mod detect;
+pub mod detectors;
 pub mod logs;
 pub mod loki;
 pub mod openapi;
@@ -64,6 +66,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(otlp::routes())
         .merge(detect::routes())
+        .merge(detectors::routes())
         .merge(aggregate::routes())
         .merge(logs::routes())
         .merge(loki::routes())

@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use sightline_storage::{Store, TenantId};
+use sightline_storage::{SeriesId, Store, TenantId};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::Auth;
 use crate::error::IngestError;
 use crate::limits::Limits;
-use crate::otlp::{self, MapContext, Mapped, SignalKind};
+use crate::otlp::metrics::MetricRows;
+use crate::otlp::{self, ItemError, MapContext, Mapped, RejectReason, SignalKind};
 use crate::telemetry::{Telemetry, Transport};
 
 /// A decoded export request of any signal.
@@ -60,6 +61,7 @@ pub struct Ingest {
     telemetry: Arc<Telemetry>,
     inflight: Arc<Semaphore>,
     shutting_down: AtomicBool,
+    detectors: std::sync::OnceLock<Arc<crate::detectors::Detectors>>,
 }
 
 impl std::fmt::Debug for Ingest {
@@ -85,6 +87,7 @@ impl Ingest {
             telemetry,
             inflight: Arc::new(Semaphore::new(permits)),
             shutting_down: AtomicBool::new(false),
+            detectors: std::sync::OnceLock::new(),
         }
     }
 
@@ -101,6 +104,16 @@ impl Ingest {
     /// The server's counters.
     pub fn telemetry(&self) -> &Arc<Telemetry> {
         &self.telemetry
+    }
+
+    /// Attaches the detectors (once; `sightline serve` does at start).
+    pub fn set_detectors(&self, d: Arc<crate::detectors::Detectors>) {
+        let _ = self.detectors.set(d);
+    }
+
+    /// The detectors, when this process runs them (not in `sightline query --data-dir`).
+    pub fn detectors(&self) -> Option<&Arc<crate::detectors::Detectors>> {
+        self.detectors.get()
     }
 
     /// Marks the server as shutting down (`/ready` answers 503 from then on).
@@ -200,6 +213,54 @@ impl Ingest {
         Ok(())
     }
 
+    /// Stores mapped metrics with per-series admission: when the tenant is at its series limit,
+    /// the data points of series it cannot admit are rejected (partial success, reason
+    /// `series_limit`) and the rest is stored. The admission answer is a snapshot, so a
+    /// concurrent request can still push the append over the limit; asking again converges.
+    fn append_metrics(
+        &self,
+        tenant: &TenantId,
+        mapped: &mut Mapped<MetricRows>,
+    ) -> Result<(), IngestError> {
+        const ATTEMPTS: usize = 4;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let ids: Vec<SeriesId> = mapped.rows.batch.samples.iter().map(|s| s.series).collect();
+            let over = self.store.series_over_limit(tenant, &ids);
+            let (result, dropped) = if over.is_empty() {
+                (self.store.append_metrics(tenant, &mapped.rows.batch), 0)
+            } else {
+                let (kept, dropped) = mapped.rows.without_series(&over);
+                if dropped >= mapped.accepted {
+                    (Ok(()), dropped)
+                } else {
+                    (self.store.append_metrics(tenant, &kept), dropped)
+                }
+            };
+            match result {
+                Err(sightline_storage::StorageError::CardinalityLimit { .. })
+                    if attempt < ATTEMPTS => {}
+                Err(e) => return Err(e.into()),
+                Ok(()) => {
+                    if dropped > 0 {
+                        mapped.accepted -= dropped.min(mapped.accepted);
+                        let message = format!(
+                            "{dropped} data points of {} new series refused: the tenant is at its limit of {} series",
+                            over.len(),
+                            self.store.config().max_series_per_tenant
+                        );
+                        mapped.reject_many(
+                            ItemError::new(RejectReason::SeriesLimit, message),
+                            dropped,
+                        );
+                    }
+                    return self.finish(SignalKind::Metrics, mapped);
+                }
+            }
+        }
+    }
+
     /// Maps and stores a decoded request (blocking: waits for the WAL fsync).
     pub fn process(&self, tenant: &TenantId, req: ExportRequest) -> Result<Outcome, IngestError> {
         let ctx = MapContext::now(&self.limits);
@@ -217,10 +278,9 @@ impl Ingest {
             }
             ExportRequest::Metrics(r) => {
                 self.check_items(otlp::metrics::count_points(&r))?;
-                let mapped = otlp::metrics::map_metrics(&r, &ctx);
+                let mut mapped = otlp::metrics::map_metrics(&r, &ctx);
                 drop(r);
-                self.finish(signal, &mapped)?;
-                self.store.append_metrics(tenant, &mapped.rows)?;
+                self.append_metrics(tenant, &mut mapped)?;
                 (mapped.accepted, mapped.rejected, mapped.error_message())
             }
             ExportRequest::Logs(r) => {

@@ -11,7 +11,7 @@
 //! | `max_attribute_depth` (nesting of arrays / maps) | 16 | item rejected |
 //! | `max_future_skew_secs` (timestamps ahead of the server clock) | 3,600 | item rejected |
 //! | `max_inflight_requests` (export requests being processed) | 1,024 | 429 / `RESOURCE_EXHAUSTED` + retry |
-//! | `max_series_per_tenant` (storage) | 1,000,000 | 400 |
+//! | `max_series_per_tenant` (storage) | 1,000,000 | OTLP: data points of new series past the limit rejected (partial success, reason `series_limit`; a histogram point is kept or refused whole), 400 when none is left; remote write: 400 |
 //! | `query_timeout_secs` (longest query evaluation; the `timeout` parameter can only lower it) | 120 | 503 `timeout` |
 
 use serde::{Deserialize, Serialize};

@@ -39,6 +39,13 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(sightline_server::demo::run(args))?;
             Ok(())
         }
+        Command::Detectors(args) => {
+            let out = sightline_server::detectors_cli::run(&args).map_err(anyhow::Error::msg)?;
+            if !out.is_empty() {
+                println!("{out}");
+            }
+            Ok(())
+        }
         Command::Granger(args) => {
             let out = sightline_server::granger_cli::run(&args).map_err(anyhow::Error::msg)?;
             println!("{out}");

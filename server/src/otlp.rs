@@ -69,6 +69,8 @@ pub enum RejectReason {
     TooDeep,
     /// A data point without a value, or an inconsistent histogram.
     InvalidValue,
+    /// A data point of a new series when the tenant is at `max_series_per_tenant`.
+    SeriesLimit,
 }
 
 impl RejectReason {
@@ -81,6 +83,7 @@ impl RejectReason {
             Self::ValueTooLong => "value_too_long",
             Self::TooDeep => "too_deep",
             Self::InvalidValue => "invalid_value",
+            Self::SeriesLimit => "series_limit",
         }
     }
 }
@@ -120,29 +123,37 @@ pub struct Mapped<T> {
     pub reasons: Vec<(RejectReason, u64)>,
     /// The first few rejection messages.
     pub messages: Vec<String>,
+    /// Rejected items that one of `messages` describes.
+    pub described: u64,
 }
 
 impl<T> Mapped<T> {
     /// Records a rejected item.
     pub fn reject(&mut self, e: ItemError) {
-        self.rejected += 1;
+        self.reject_many(e, 1);
+    }
+
+    /// Records `n` items rejected for the same reason, described by one message.
+    pub fn reject_many(&mut self, e: ItemError, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.rejected += n;
         match self.reasons.iter_mut().find(|(r, _)| *r == e.reason) {
-            Some((_, n)) => *n += 1,
-            None => self.reasons.push((e.reason, 1)),
+            Some((_, k)) => *k += n,
+            None => self.reasons.push((e.reason, n)),
         }
         if self.messages.len() < MAX_MESSAGES {
             self.messages.push(e.message);
+            self.described += n;
         }
     }
 
     /// The `error_message` of a partial-success response.
     pub fn error_message(&self) -> String {
         let mut m = self.messages.join("; ");
-        if self.rejected > self.messages.len() as u64 {
-            m.push_str(&format!(
-                " (and {} more)",
-                self.rejected - self.messages.len() as u64
-            ));
+        if self.rejected > self.described {
+            m.push_str(&format!(" (and {} more)", self.rejected - self.described));
         }
         m
     }

@@ -72,6 +72,15 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
         auth,
         telemetry,
     ));
+    let detectors = {
+        let store = ingest.store().clone();
+        let threads = config.detector_threads;
+        tokio::task::spawn_blocking(move || crate::detectors::Detectors::start(store, threads))
+            .await
+            .map_err(|e| ServeError::Server(format!("detector start task failed: {e}")))?
+            .map_err(|e| ServeError::Server(format!("detectors: {e}")))?
+    };
+    ingest.set_detectors(detectors);
     let trigger = Trigger::new();
 
     let app = crate::http::router(ingest.clone());
@@ -142,6 +151,11 @@ impl Server {
             tracing::warn!(timeout = ?config.shutdown_timeout, "in-flight requests did not finish; closing anyway");
             http.abort();
             grpc.abort();
+        }
+        if let Some(d) = ingest.detectors().cloned() {
+            tokio::task::spawn_blocking(move || d.shutdown())
+                .await
+                .map_err(|e| ServeError::Server(format!("detector stop task failed: {e}")))?;
         }
         let store = ingest.store().clone();
         tokio::task::spawn_blocking(move || store.close())

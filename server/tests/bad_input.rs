@@ -38,6 +38,10 @@ struct TestServer {
 
 impl TestServer {
     fn start(limits: Limits, tokens: Option<&str>) -> Self {
+        Self::start_with(limits, tokens, |_| {})
+    }
+
+    fn start_with(limits: Limits, tokens: Option<&str>, adjust: impl FnOnce(&mut Config)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config {
             data_dir: dir.path().join("data"),
@@ -52,6 +56,7 @@ impl TestServer {
             std::fs::write(&p, t).unwrap();
             config.auth_tokens_file = Some(p);
         }
+        adjust(&mut config);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -537,4 +542,114 @@ fn retryable_errors_carry_retry_info() {
         sightline_server::http::otlp::error_response(&e, sightline_server::otlp::Encoding::Json);
     assert_eq!(resp.status(), 503);
     assert_eq!(resp.headers().get("retry-after").unwrap(), "2");
+}
+
+/// One gauge point `name{k=v}` and one histogram point in OTLP JSON.
+fn gauge_json(name: &str, values: &[&str], t: u64) -> String {
+    let points: Vec<String> = values
+        .iter()
+        .map(|v| {
+            format!(
+                r#"{{"attributes":[{{"key":"k","value":{{"stringValue":"{v}"}}}}],"timeUnixNano":"{t}","asDouble":1.5}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"name":"{name}","gauge":{{"dataPoints":[{}]}}}}"#,
+        points.join(",")
+    )
+}
+
+fn metrics_json(metrics: &[String]) -> String {
+    format!(
+        r#"{{"resourceMetrics":[{{"scopeMetrics":[{{"metrics":[{}]}}]}}]}}"#,
+        metrics.join(",")
+    )
+}
+
+#[test]
+fn series_limit_admits_per_series() {
+    let s = TestServer::start_with(Limits::default(), None, |c| {
+        c.storage.max_series_per_tenant = 4;
+    });
+    let t = now();
+    let series = |s: &TestServer| -> Vec<String> {
+        let mut v: Vec<String> = s
+            .store
+            .series(&tenant("default"), &[])
+            .iter()
+            .map(|d| {
+                let labels: Vec<String> =
+                    d.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("{}{{{}}}", d.metric_name, labels.join(","))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let r = s.post(
+        "/v1/metrics",
+        &JSON,
+        metrics_json(&[gauge_json("g", &["a", "b"], t)]).as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(series(&s), ["g{k=a}", "g{k=b}"]);
+    // Known a, new c (fits), a histogram point needing 4 new series (only 1 slot left: the whole
+    // point is refused, none of its series is created), and new d (no room).
+    let hist = format!(
+        r#"{{"name":"h","histogram":{{"aggregationTemporality":2,"dataPoints":[{{"timeUnixNano":"{t}","count":"2","sum":3,"bucketCounts":["1","1"],"explicitBounds":[1]}}]}}}}"#
+    );
+    let body = metrics_json(&[
+        gauge_json("g", &["a", "c"], t + 1_000_000),
+        hist,
+        gauge_json("g", &["d"], t),
+    ]);
+    let r = s.post("/v1/metrics", &JSON, body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["partialSuccess"]["rejectedDataPoints"], "2", "{v}");
+    let msg = v["partialSuccess"]["errorMessage"].as_str().unwrap();
+    assert!(msg.contains("limit of 4 series"), "{msg}");
+    assert_eq!(series(&s), ["g{k=a}", "g{k=b}", "g{k=c}"]);
+    assert_eq!(all_samples(&s.store, &tenant("default")).len(), 4);
+    // One slot left: e fits; then f is over the limit and, being the whole request, a 400.
+    let r = s.post(
+        "/v1/metrics",
+        &JSON,
+        metrics_json(&[gauge_json("g", &["e"], t)]).as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = s.post(
+        "/v1/metrics",
+        &JSON,
+        metrics_json(&[gauge_json("g", &["f", "a"], t + 2_000_000)]).as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["partialSuccess"]["rejectedDataPoints"], "1", "{v}");
+    let r = s.post(
+        "/v1/metrics",
+        &JSON,
+        metrics_json(&[gauge_json("g", &["f"], t)]).as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        status_message(&r).contains("all 1 items rejected"),
+        "{}",
+        status_message(&r)
+    );
+    assert_eq!(series(&s), ["g{k=a}", "g{k=b}", "g{k=c}", "g{k=e}"]);
+    assert_eq!(all_samples(&s.store, &tenant("default")).len(), 6);
+    // The refusals are counted by reason in the server's own metrics.
+    let m = http(s.http, "GET", "/metrics", &[], b"").unwrap().text();
+    assert!(
+        m.lines()
+            .any(|l| l.contains("series_limit") && l.ends_with(" 4")),
+        "{}",
+        m.lines()
+            .filter(|l| l.contains("rejected"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    s.assert_still_serving();
 }

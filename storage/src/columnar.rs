@@ -4,6 +4,7 @@
 //! nested attribute maps are assembled from flat child arrays plus offsets.
 
 mod decode;
+mod take;
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 pub use decode::AttrReader;
 pub(crate) use decode::{column as decode_column, sample_columns};
 pub use decode::{json_to_attr, logs_from_batch, series_from_batch, spans_from_batch};
+pub(crate) use take::take_batch;
 
 use crate::error::Result;
 use crate::model::{

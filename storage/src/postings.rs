@@ -125,6 +125,23 @@ impl PostingsBuilder {
         }
     }
 
+    /// Records that every row of `rows` (ascending) has `key=value`: one key and value lookup
+    /// for the whole group, which is how flushes add the rows of a column grouped by value.
+    pub fn add_rows(&mut self, key: &str, value: &str, rows: &[u32]) {
+        let Some(&first) = rows.first() else {
+            return;
+        };
+        self.add(key, value, first);
+        if let Some(b) = self
+            .keys
+            .get_mut(key)
+            .filter(|e| e.complete)
+            .and_then(|e| e.values.get_mut(value))
+        {
+            b.extend(rows[1..].iter().copied());
+        }
+    }
+
     /// Finishes the postings, run-compressing the bitmaps.
     pub fn finish(mut self) -> Postings {
         for k in self.keys.values_mut() {

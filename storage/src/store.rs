@@ -16,7 +16,7 @@ mod maintenance;
 mod recovery;
 mod scan;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -217,7 +217,7 @@ impl Store {
         // Every definition in the batch is registered (even if no sample uses it yet), and each
         // referenced id without one must already be known.
         let mut used: Vec<SeriesDef> = defs.values().map(|d| (*d).clone()).collect();
-        let mut seen: std::collections::HashSet<SeriesId> = defs.keys().copied().collect();
+        let mut seen: HashSet<SeriesId> = defs.keys().copied().collect();
         for s in &batch.samples {
             if seen.insert(s.series) {
                 // A placeholder: the append fails with UnknownSeries unless the store knows it.
@@ -261,6 +261,35 @@ impl Store {
             .get(tenant)
             .map(|c| c.select(&refs))
             .unwrap_or_default()
+    }
+
+    /// Of `candidates` (series ids in the caller's order; repeats allowed), the ones `tenant`
+    /// does not know yet and that would not fit under `max_series_per_tenant` if the unknown
+    /// ones were admitted first come, first served. Callers that want per-series admission
+    /// drop these series' samples and append the rest; the answer is a snapshot, so a
+    /// concurrent writer can still make that append fail with
+    /// [`StorageError::CardinalityLimit`], after which asking again converges.
+    pub fn series_over_limit(&self, tenant: &TenantId, candidates: &[SeriesId]) -> Vec<SeriesId> {
+        let state = self.inner.state.lock();
+        let known = state.catalogs.get(tenant);
+        let mut room = self
+            .inner
+            .config
+            .max_series_per_tenant
+            .saturating_sub(known.map_or(0, SeriesCatalog::len));
+        let mut seen: HashSet<SeriesId> = HashSet::new();
+        let mut over = Vec::new();
+        for &id in candidates {
+            if known.is_some_and(|c| c.contains(id)) || !seen.insert(id) {
+                continue;
+            }
+            if room > 0 {
+                room -= 1;
+            } else {
+                over.push(id);
+            }
+        }
+        over
     }
 
     /// Label names known for `tenant`, sorted.

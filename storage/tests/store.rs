@@ -435,9 +435,17 @@ fn cardinality_limit_and_memory_budget() {
         store.series(&t, &[]).is_empty(),
         "a refused batch defines nothing"
     );
+    // Per-series admission: first come, first served, repeats and known series free.
+    let ids: Vec<_> = series.iter().map(|d| d.id).collect();
+    assert_eq!(
+        store.series_over_limit(&t, &[ids[1], ids[1], ids[0], ids[2], ids[2]]),
+        vec![ids[2]]
+    );
     store
         .append_metrics(&t, &metric_batch(&series[..2], 0, 1))
         .expect("within limit");
+    assert_eq!(store.series_over_limit(&t, &[ids[0], ids[1]]), vec![]);
+    assert_eq!(store.series_over_limit(&t, &[ids[2], ids[0]]), vec![ids[2]]);
     let spans: Vec<SpanRecord> = (0..200).map(|n| span(n, T0)).collect();
     let mut refused = 0;
     for _ in 0..50 {

@@ -3,25 +3,30 @@
 //! ```text
 //! cargo run -p sightline-detect --release --example forecast_eval            # everything
 //! cargo run -p sightline-detect --release --example forecast_eval -- quick   # fewer series
+//! cargo run ... -- forecast | nab | anomaly | cost                            # one part
+//! cargo run ... -- nab-explore                       # NAB: a grid of post-processing pipelines
+//! cargo run ... -- nab-published <NAB>/results       # scorer check on NAB's published scores
 //! ```
 //!
 //! 1. Rolling-origin forecasting on generated LLM-service series (hourly, 10 weeks, H = 24,
 //!    L = 7H): MASE and sMAPE of N-BEATS-G, N-BEATS-I and seasonal naive (m = 24 and 168).
 //! 2. NAB (`$SIGHTLINE_NAB`, default `/work/shared/data/nab`): N-BEATS trained on each file's
 //!    probationary 15% only, then one-step forecasts; rolling-origin MASE/sMAPE, and the NAB
-//!    standard score of N-BEATS and each baseline detector.
-//! 3. Generated series with injected anomalies: precision/recall per window.
+//!    scores of N-BEATS and each baseline detector under the same post-processing pipelines
+//!    (`nab_eval`; `SIGHTLINE_NAB_CACHE=<dir>` keeps the expectations between runs).
+//! 3. Generated series with injected anomalies: precision/recall per window, with the absorbing
+//!    and the robust (trimming) rolling calibration.
 //! 4. Cost: training time (L = 7H), scoring latency for 10,000 series, memory per model.
 //!
 //! The example reads files; the library does not.
 
+mod nab_eval;
 mod nab_io;
 
 use std::time::Instant;
 
-use sightline_detect::anomaly::expect;
 use sightline_detect::anomaly::{
-    AnomalyConfig, Calibration, DetectorKind, Direction, SustainedConfig, detect, score_expectation,
+    AnomalyConfig, Calibration, DetectorKind, Direction, SustainedConfig, detect,
 };
 use sightline_detect::forecast::baseline::seasonal_naive;
 use sightline_detect::forecast::metrics::{mase, smape};
@@ -29,9 +34,7 @@ use sightline_detect::forecast::synthetic::llm_service_set;
 use sightline_detect::forecast::{
     Architecture, Basis, NBeatsConfig, TrainConfig, TrainedModel, no_progress, train,
 };
-use sightline_detect::nab::{
-    CostProfile, NabFile, onset_scores, score_detector, window_precision_recall,
-};
+use sightline_detect::nab::{CostProfile, NabFile, score_detector, window_precision_recall};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -211,180 +214,67 @@ fn autoets(
     Ok((ms, ss))
 }
 
-fn nab_season(ts: &[i64]) -> usize {
-    let step = ts
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|d| *d > 0)
-        .min()
-        .unwrap_or(300)
-        .max(1);
-    (86_400 / step).max(1) as usize
+/// Part 2: NAB forecasting accuracy and NAB scores of every detector under each pipeline.
+fn nab(limit: usize, explore: bool) -> Res<()> {
+    let t0 = Instant::now();
+    let files = nab_eval::corpus(limit)?;
+    let all = nab_eval::expectations(&files)?;
+    let posts = if explore {
+        nab_eval::explore_posts()
+    } else {
+        nab_eval::report_posts()
+    };
+    nab_eval::table(&files, &all, &posts)?;
+    if explore {
+        nab_eval::breakdown(&files, &all[0], nab_eval::recommended())?;
+    }
+    println!("\n(NAB part: {:.0} s in total)", t0.elapsed().as_secs_f64());
+    Ok(())
 }
 
-/// Part 2: NAB forecasting accuracy and NAB scores.
-fn nab(limit: usize) -> Res<()> {
+/// Scorer check: score the anomaly scores that published NAB detectors wrote (NAB's `results/`
+/// directory) with this crate's scorer, next to the scores NAB itself published for them
+/// (`results/final_results.json`), so a scorer bug shows as a mismatch.
+fn nab_published(results: &std::path::Path) -> Res<()> {
     let root = std::env::var("SIGHTLINE_NAB").unwrap_or_else(|_| "/work/shared/data/nab".into());
     let files = nab_io::load(std::path::Path::new(&root))?;
-    let files: Vec<_> = files.into_iter().take(limit).collect();
-    const H: usize = 6;
-    let model_cfg = {
-        let mut c = NBeatsConfig::small(Architecture::Generic, H, 7);
-        for s in &mut c.stacks {
-            s.width = 64;
-        }
-        c
-    };
-    let train_cfg = TrainConfig {
-        max_steps: 300,
-        batch_size: 128,
-        validation_horizons: 4,
-        eval_every: 50,
-        patience: 3,
-        ..TrainConfig::default()
-    };
-    let detectors = [
-        "N-BEATS",
-        "seasonal naive",
-        "rolling z-score",
-        "rolling median/MAD",
-    ];
-    // raw conformal scores per detector per file
-    let mut raw: Vec<Vec<Vec<f64>>> = vec![Vec::new(); detectors.len()];
-    let (mut nb_mase, mut sn_mase, mut nb_smape, mut sn_smape) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let t0 = Instant::now();
-    for f in &files {
-        let n = f.values.len();
-        let prob = sightline_detect::nab::probationary_len(n);
-        let season = nab_season(&f.timestamps);
-        let season = if season * 3 > n { 1 } else { season };
-        let cal = Calibration::Rolling {
-            window: 1000,
-            min_points: 50,
-            exclude_breaches: false,
-        };
-        let model = train(
-            &f.values[..prob],
-            None,
-            &model_cfg,
-            &train_cfg,
-            &mut no_progress,
-        )
-        .ok();
-        for (d, det) in detectors.iter().enumerate() {
-            let exp = match *det {
-                "N-BEATS" => match &model {
-                    Some(m) => expect::nbeats_one_step(m, &f.values),
-                    None => expect::rolling_median_mad(&f.values, 100),
-                },
-                "seasonal naive" => expect::seasonal_naive(&f.values, season, 100),
-                "rolling z-score" => expect::rolling_zscore(&f.values, 100),
-                _ => expect::rolling_median_mad(&f.values, 100),
-            }?;
-            let missing = vec![false; n];
-            let s = score_expectation(&f.values, &missing, &exp, Direction::Both, 0.01, cal)?;
-            let mut full = vec![0.0; n];
-            full[s.start..].copy_from_slice(&s.score);
-            raw[d].push(full);
-        }
-        // forecasting accuracy after the probationary period, 40 origins
-        if let Some(m) = &model {
-            let l = m.card.model.lookback;
-            let first = prob.max(l).max(season);
-            if n > first + H + 40 {
-                let (mut a, mut b, mut c, mut d2) = (vec![], vec![], vec![], vec![]);
-                for k in 0..40 {
-                    let o = first + (n - first - H) * k / 40;
-                    let actual = &f.values[o..o + H];
-                    let fc = m.forecast(&f.values[..o])?;
-                    let sn = seasonal_naive(&f.values[..o], season, H)?;
-                    if let (Ok(x), Ok(y)) = (
-                        mase(actual, &fc, &f.values[..prob], season),
-                        mase(actual, &sn, &f.values[..prob], season),
-                    ) {
-                        a.push(x);
-                        b.push(y);
-                    }
-                    c.push(smape(actual, &fc)?);
-                    d2.push(smape(actual, &sn)?);
-                }
-                if !a.is_empty() {
-                    nb_mase.push(mean(&a));
-                    sn_mase.push(mean(&b));
-                }
-                nb_smape.push(mean(&c));
-                sn_smape.push(mean(&d2));
-            }
-        }
-    }
+    let published: serde_json::Value = std::fs::read(results.join("final_results.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let mut detectors: Vec<String> = std::fs::read_dir(results)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    detectors.sort();
     println!(
-        "\n## 2. NAB ({} files, {:.0} s for training + scoring)\n",
-        files.len(),
-        t0.elapsed().as_secs_f64()
+        "\n## NAB scorer check against published results ({})\n",
+        results.display()
     );
-    println!(
-        "Forecasting, H=6, N-BEATS trained on the probationary 15% only, 40 origins per file:\n"
-    );
-    println!("| model | mean MASE | median MASE | mean sMAPE % |");
+    println!("| detector | standard (ours / NAB) | low FP (ours / NAB) | low FN (ours / NAB) |");
     println!("|---|---|---|---|");
-    let med = |v: &[f64]| {
-        let mut s = v.to_vec();
-        s.sort_by(f64::total_cmp);
-        s.get(s.len() / 2).copied().unwrap_or(f64::NAN)
-    };
-    println!(
-        "| N-BEATS-G | {:.3} | {:.3} | {:.2} |",
-        mean(&nb_mase),
-        med(&nb_mase),
-        mean(&nb_smape)
-    );
-    println!(
-        "| seasonal naive (daily) | {:.3} | {:.3} | {:.2} |",
-        mean(&sn_mase),
-        med(&sn_mase),
-        mean(&sn_smape)
-    );
-    println!(
-        "\nNAB standard profile (A_TP=1, A_FP=-0.11, A_FN=-1), threshold optimised per detector:\n"
-    );
-    println!(
-        "| detector | post-processing | NAB standard | low FP | low FN | windows found | FPs |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    for (d, det) in detectors.iter().enumerate() {
-        for (min_run, cooldown) in [(1usize, 0usize), (1, 200), (3, 200)] {
-            let nab_files: Vec<NabFile> = files
-                .iter()
-                .zip(&raw[d])
-                .map(|(f, s)| NabFile {
-                    name: f.name.clone(),
-                    scores: if cooldown == 0 && min_run == 1 {
-                        s.clone()
-                    } else {
-                        onset_scores(s, min_run, cooldown)
-                    },
-                    windows: f.windows.clone(),
-                })
-                .collect();
-            let std = score_detector(&nab_files, CostProfile::STANDARD)?;
-            let lfp = score_detector(&nab_files, CostProfile::LOW_FP)?;
-            let lfn = score_detector(&nab_files, CostProfile::LOW_FN)?;
-            let post = if cooldown == 0 {
-                "raw score".to_string()
-            } else {
-                format!("onset(run {min_run}, cooldown {cooldown})")
-            };
-            println!(
-                "| {det} | {post} | {:.1} | {:.1} | {:.1} | {}/{} | {} |",
-                std.normalized,
-                lfp.normalized,
-                lfn.normalized,
-                std.best.detected_windows,
-                std.best.windows,
-                std.best.false_positives
-            );
+    let profiles = [
+        ("standard", CostProfile::STANDARD),
+        ("reward_low_FP_rate", CostProfile::LOW_FP),
+        ("reward_low_FN_rate", CostProfile::LOW_FN),
+    ];
+    for det in detectors {
+        let mut nab_files = Vec::with_capacity(files.len());
+        for f in &files {
+            nab_files.push(NabFile {
+                name: f.name.clone(),
+                scores: nab_io::load_published(results, &det, f)?,
+                windows: f.windows.clone(),
+            });
         }
+        let mut cells = Vec::new();
+        for (key, profile) in profiles {
+            let ours = score_detector(&nab_files, profile)?.normalized;
+            let theirs = published[&det][key].as_f64().unwrap_or(f64::NAN);
+            cells.push(format!("{ours:.2} / {theirs:.2}"));
+        }
+        println!("| {det} | {} |", cells.join(" | "));
     }
     Ok(())
 }
@@ -423,7 +313,25 @@ fn generated_anomalies(count: usize) -> Res<()> {
             DetectorKind::RollingMedianMad { window: 48 },
         ),
     ];
-    let mut stats = vec![(0usize, 0usize, 0usize, 0usize); detectors.len()];
+    let calibrations = [
+        (
+            "rolling, absorbs",
+            Calibration::Rolling {
+                window: 336,
+                min_points: 48,
+                exclude_breaches: false,
+            },
+        ),
+        (
+            "robust rolling, trims (clip 2.5)",
+            Calibration::RollingRobust {
+                window: 336,
+                min_points: 48,
+                clip: 2.5,
+            },
+        ),
+    ];
+    let mut stats = vec![(0usize, 0usize, 0usize, 0usize); detectors.len() * calibrations.len()];
     for s in &set {
         // Train on the first 4 weeks (anomalies are injected after 40% of the series).
         let train_len = 4 * 7 * 24;
@@ -434,16 +342,12 @@ fn generated_anomalies(count: usize) -> Res<()> {
             &train_cfg,
             &mut no_progress,
         )?;
-        for (d, (_, det)) in detectors.iter().enumerate() {
+        for (k, d) in (0..calibrations.len() * detectors.len()).map(|i| (i / detectors.len(), i)) {
             let cfg = AnomalyConfig {
-                detector: det.clone(),
+                detector: detectors[d % detectors.len()].1.clone(),
                 direction: Direction::Both,
                 alpha: 0.005,
-                calibration: Calibration::Rolling {
-                    window: 336,
-                    min_points: 48,
-                    exclude_breaches: false,
-                },
+                calibration: calibrations[k].1,
                 sustained: sustained.clone(),
             };
             let r = detect(&s.values, None, &cfg, Some(&model))?;
@@ -465,12 +369,15 @@ fn generated_anomalies(count: usize) -> Res<()> {
     println!(
         "\n## 3. Generated series with injected anomalies ({count} series x 4 windows, 6 sigma, 2-of-3 sustained, alpha 0.005)\n"
     );
-    println!("| detector | precision (alerts in a window) | recall (windows found) |");
-    println!("|---|---|---|");
-    for (d, (name, _)) in detectors.iter().enumerate() {
-        let (c, a, f, w) = stats[d];
+    println!(
+        "| detector | calibration | precision (alerts in a window) | recall (windows found) |"
+    );
+    println!("|---|---|---|---|");
+    for (d, (c, a, f, w)) in stats.iter().copied().enumerate() {
+        let name = detectors[d % detectors.len()].0;
+        let cal = calibrations[d / detectors.len()].0;
         println!(
-            "| {name} | {:.2} ({c}/{a}) | {:.2} ({f}/{w}) |",
+            "| {name} | {cal} | {:.2} ({c}/{a}) | {:.2} ({f}/{w}) |",
             c as f64 / a.max(1) as f64,
             f as f64 / w.max(1) as f64
         );
@@ -534,14 +441,24 @@ fn main() -> Res<()> {
     let only = std::env::args().nth(1).unwrap_or_default();
     let (gen_count, nab_limit) = if quick { (4, 12) } else { (8, usize::MAX) };
     let mut train_secs = f64::NAN;
-    if only.is_empty() || only == "quick" || only == "forecast" {
-        train_secs = generated_forecasting(gen_count)?;
+    if only == "nab-published" {
+        let dir = std::env::args()
+            .nth(2)
+            .ok_or("usage: forecast_eval nab-published <NAB results directory>")?;
+        return nab_published(std::path::Path::new(&dir));
     }
-    if only.is_empty() || only == "quick" || only == "nab" {
-        nab(nab_limit)?;
+    if only.is_empty() || only == "quick" || only == "forecast" {
+        let t0 = Instant::now();
+        train_secs = generated_forecasting(gen_count)?;
+        println!("\n(part 1: {:.0} s)", t0.elapsed().as_secs_f64());
+    }
+    if only.is_empty() || only == "quick" || only == "nab" || only == "nab-explore" {
+        nab(nab_limit, only == "nab-explore")?;
     }
     if only.is_empty() || only == "quick" || only == "anomaly" {
+        let t0 = Instant::now();
         generated_anomalies(gen_count)?;
+        println!("\n(part 3: {:.0} s)", t0.elapsed().as_secs_f64());
     }
     if only.is_empty() || only == "quick" || only == "cost" {
         cost(train_secs)?;

@@ -78,3 +78,49 @@ pub fn load(root: &Path) -> Result<Vec<NabSeries>, String> {
     }
     Ok(out)
 }
+
+/// Anomaly scores a published NAB detector wrote for `series` (NAB's
+/// `results/<detector>/<dir>/<detector>_<file>.csv`, column `anomaly_score`), aligned by row.
+pub fn load_published(
+    results: &Path,
+    detector: &str,
+    series: &NabSeries,
+) -> Result<Vec<f64>, String> {
+    let (dir, file) = series.name.rsplit_once('/').unwrap_or(("", &series.name));
+    let path = results
+        .join(detector)
+        .join(dir)
+        .join(format!("{detector}_{file}"));
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let header = lines.next().ok_or("empty results file")?;
+    let col = header
+        .split(',')
+        .position(|h| h.trim() == "anomaly_score")
+        .ok_or_else(|| format!("{}: no anomaly_score column", path.display()))?;
+    let mut scores = Vec::with_capacity(series.values.len());
+    for (i, line) in lines.enumerate() {
+        let cells: Vec<&str> = line.split(',').collect();
+        let ts = cells.first().and_then(|c| parse_ts(c));
+        if ts != series.timestamps.get(i).copied() {
+            return Err(format!(
+                "{}: row {i} does not match the corpus",
+                path.display()
+            ));
+        }
+        let v = cells
+            .get(col)
+            .and_then(|c| c.trim().parse::<f64>().ok())
+            .ok_or_else(|| format!("{}: row {i}: bad anomaly_score", path.display()))?;
+        scores.push(v);
+    }
+    if scores.len() != series.values.len() {
+        return Err(format!(
+            "{}: {} rows, corpus has {}",
+            path.display(),
+            scores.len(),
+            series.values.len()
+        ));
+    }
+    Ok(scores)
+}

@@ -146,6 +146,44 @@ pub fn rolling_median_mad(values: &[f64], window: usize) -> Result<Expectation> 
     })
 }
 
+/// N-BEATS `k`-step-ahead expectations (`1 <= k <= H`): `ŷ_t` is step `k` of the forecast made
+/// from the `L` values before `t − k + 1`, so a level shift keeps being compared with what was
+/// expected before it for `k` points instead of being absorbed into the next lookback at once;
+/// `σ_t` is that window's standard deviation. `k = 1` is [`nbeats_one_step`].
+pub fn nbeats_k_step(model: &TrainedModel, values: &[f64], k: usize) -> Result<Expectation> {
+    let l = model.card.model.lookback;
+    let h = model.card.model.horizon;
+    if k == 0 || k > h {
+        return Err(DetectError::InvalidParameter {
+            name: "k",
+            reason: format!("must be in 1..={h} (the model's horizon), got {k}"),
+        });
+    }
+    let start = l + k - 1;
+    if values.len() <= start {
+        return Err(too_short("n-beats detector", start + 1, values.len()));
+    }
+    let floor = scale_floor(values);
+    let windows: Vec<&[f64]> = (start..values.len())
+        .map(|t| &values[t + 1 - k - l..t + 1 - k])
+        .collect();
+    let forecasts = model.forecast_many(&windows)?;
+    let expected = forecasts
+        .iter()
+        .zip(&windows)
+        .map(|(f, w)| f.get(k - 1).copied().unwrap_or_else(|| w[w.len() - 1]))
+        .collect();
+    let scale = windows
+        .iter()
+        .map(|w| window_scale(w).1.max(floor))
+        .collect();
+    Ok(Expectation {
+        start,
+        expected,
+        scale,
+    })
+}
+
 fn median_sorted(s: &[f64]) -> f64 {
     let n = s.len();
     if n == 0 {

@@ -56,6 +56,33 @@ pub enum Calibration {
         /// clean data (more alerts), so it is off by default.
         exclude_breaches: bool,
     },
+    /// Online conformal calibration that trims instead of absorbing: each residual enters the
+    /// pool of the last `window` residuals clipped at `clip` times the pool's 90% quantile
+    /// (winsorised). A burst of anomalies therefore cannot widen the band far enough to mask
+    /// the next one, while a genuine change of scale still moves the 90% quantile (which needs
+    /// more than 10% of the pool to shift) and the band with it. Scores use the same clipped
+    /// pool.
+    RollingRobust {
+        /// Calibration window.
+        window: usize,
+        /// Minimum calibration points before scoring starts.
+        min_points: usize,
+        /// Clip factor over the pool's 90% quantile (`>= 1`; 2.5 keeps the 99.5% quantile of
+        /// Gaussian residuals, 2.8σ, well inside the cap of 4.1σ).
+        clip: f64,
+    },
+}
+
+impl Calibration {
+    /// The recommended online calibration: [`Calibration::RollingRobust`] over `window`
+    /// residuals, clip 2.5, scoring after 30 points.
+    pub fn robust(window: usize) -> Self {
+        Calibration::RollingRobust {
+            window,
+            min_points: 30,
+            clip: 2.5,
+        }
+    }
 }
 
 /// A complete single-series detector.
@@ -204,51 +231,105 @@ pub fn score_expectation(
             window,
             min_points,
             exclude_breaches,
+        } => rolling(
+            &z,
+            window,
+            min_points,
+            alpha,
+            |_, q, zi| {
+                if exclude_breaches && zi > q {
+                    None
+                } else {
+                    Some(zi)
+                }
+            },
+            &mut |i, q, score| push(&mut out, i, q, score),
+        )?,
+        Calibration::RollingRobust {
+            window,
+            min_points,
+            clip,
         } => {
-            if window == 0 {
+            if !(clip.is_finite() && clip >= 1.0) {
                 return Err(DetectError::InvalidParameter {
-                    name: "calibration window",
-                    reason: "must be >= 1".into(),
+                    name: "calibration clip",
+                    reason: format!("must be finite and >= 1 (got {clip})"),
                 });
             }
-            let mut sorted: Vec<f64> = Vec::with_capacity(window + 1);
-            // Whether point i entered the calibration window (so it must leave it later).
-            let mut kept = vec![true; m];
-            for i in 0..m {
-                let ready = sorted.len() >= min_points.max(1);
-                let (q, score) = if ready {
-                    let q = quantile_sorted(&sorted, alpha).max(0.0);
-                    let s = if z[i].is_finite() {
-                        conformal_score(&sorted, z[i])
-                    } else {
-                        0.0
-                    };
-                    (q, s)
-                } else {
-                    (UNCALIBRATED_Q, 0.0)
-                };
-                push(&mut out, i, q, score);
-                let breached = ready && z[i] > q;
-                if exclude_breaches && breached {
-                    kept[i] = false;
-                }
-                if z[i].is_finite() && kept[i] {
-                    let pos = sorted.partition_point(|v| *v < z[i]);
-                    sorted.insert(pos, z[i]);
-                }
-                if i >= window && kept[i - window] {
-                    let old = z[i - window];
-                    if old.is_finite() {
-                        let pos = sorted.partition_point(|v| *v < old);
-                        if pos < sorted.len() {
-                            sorted.remove(pos);
-                        }
-                    }
-                }
-            }
+            rolling(
+                &z,
+                window,
+                min_points,
+                alpha,
+                |sorted, _, zi| {
+                    let q90 = sorted[(sorted.len() * 9 / 10).min(sorted.len() - 1)];
+                    let cap = clip * q90.max(0.0);
+                    Some(if q90 > 0.0 { zi.min(cap) } else { zi })
+                },
+                &mut |i, q, score| push(&mut out, i, q, score),
+            )?
         }
     }
     Ok(out)
+}
+
+/// Online conformal scoring shared by the rolling calibrations: point `i` is scored against the
+/// sorted pool of earlier admitted residuals (`emit(i, band quantile, score)`), then
+/// `admit(pool, q, z_i)` says what enters the pool for it (`None`: nothing). Entries leave after
+/// `window` points.
+fn rolling(
+    z: &[f64],
+    window: usize,
+    min_points: usize,
+    alpha: f64,
+    admit: impl Fn(&[f64], f64, f64) -> Option<f64>,
+    emit: &mut dyn FnMut(usize, f64, f64),
+) -> Result<()> {
+    if window == 0 {
+        return Err(DetectError::InvalidParameter {
+            name: "calibration window",
+            reason: "must be >= 1".into(),
+        });
+    }
+    let mut sorted: Vec<f64> = Vec::with_capacity(window + 1);
+    // What point i put into the pool (so it can leave it later).
+    let mut entered: Vec<Option<f64>> = vec![None; z.len()];
+    for (i, &zi) in z.iter().enumerate() {
+        let ready = sorted.len() >= min_points.max(1);
+        let (q, score) = if ready {
+            let q = quantile_sorted(&sorted, alpha).max(0.0);
+            let s = if zi.is_finite() {
+                conformal_score(&sorted, zi)
+            } else {
+                0.0
+            };
+            (q, s)
+        } else {
+            (UNCALIBRATED_Q, 0.0)
+        };
+        emit(i, q, score);
+        if zi.is_finite() {
+            let admitted = if ready {
+                admit(&sorted, q, zi)
+            } else {
+                Some(zi)
+            };
+            if let Some(v) = admitted.filter(|v| v.is_finite()) {
+                let pos = sorted.partition_point(|c| *c < v);
+                sorted.insert(pos, v);
+                entered[i] = Some(v);
+            }
+        }
+        if i >= window
+            && let Some(old) = entered[i - window]
+        {
+            let pos = sorted.partition_point(|c| *c < old);
+            if pos < sorted.len() {
+                sorted.remove(pos);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Compute the expectation of `detector` on finite `values`.

@@ -36,7 +36,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
     AggregationTemporality, ExponentialHistogramDataPoint, HistogramDataPoint, Metric,
     NumberDataPoint, SummaryDataPoint, metric::Data, number_data_point,
 };
-use sightline_storage::{AttrValue, MetricBatch, MetricKind, Sample, SeriesDef};
+use sightline_storage::{AttrValue, MetricBatch, MetricKind, Sample, SeriesDef, SeriesId};
 
 pub mod names;
 
@@ -146,6 +146,11 @@ struct Builder {
     batch: MetricBatch,
     seen: HashSet<u64>,
     max_ms: Option<i64>,
+    /// Per sample, the data point it came from (see [`MetricRows::point_of`]).
+    point_of: Vec<Option<u32>>,
+    /// The data point being mapped; `None` for synthesized samples (`target_info`).
+    point: Option<u32>,
+    next_point: u32,
 }
 
 impl Builder {
@@ -170,6 +175,7 @@ impl Builder {
             timestamp_ms: ts,
             value,
         });
+        self.point_of.push(self.point);
         self.max_ms = Some(self.max_ms.map_or(ts, |m| m.max(ts)));
     }
 }
@@ -475,13 +481,15 @@ fn map_metric(
     m: &Metric,
     base: &Labels,
     b: &mut Builder,
-    out: &mut Mapped<MetricBatch>,
+    out: &mut Mapped<MetricRows>,
     ctx: &MapContext,
 ) {
     let delta_code = AggregationTemporality::Delta as i32;
     macro_rules! each {
         ($points:expr, |$dp:ident| $body:expr) => {
             for $dp in $points {
+                b.point = Some(b.next_point);
+                b.next_point = b.next_point.saturating_add(1);
                 let result = if m.name.is_empty() {
                     Err(ItemError::new(
                         RejectReason::InvalidValue,
@@ -533,15 +541,68 @@ fn map_metric(
         Some(Data::Summary(s)) => each!(&s.data_points, |dp| summary_point(m, dp, base, b, ctx)),
         None => {}
     }
+    b.point = None;
+}
+
+/// Mapped metric samples, with the data point each sample came from, so that a refusal of
+/// some series by the store is answered per data point (a histogram point spans many series:
+/// it is stored whole or not at all).
+#[derive(Debug, Default)]
+pub struct MetricRows {
+    /// Series and samples.
+    pub batch: MetricBatch,
+    /// Per sample (same index as `batch.samples`), the index of its data point within the
+    /// request; `None` for samples the mapping synthesizes (`target_info`).
+    pub point_of: Vec<Option<u32>>,
+}
+
+impl MetricRows {
+    /// The batch without any data point that has a sample of a series in `refused` (and
+    /// without synthesized samples of those series); returns it with the number of data
+    /// points dropped.
+    pub fn without_series(&self, refused: &[SeriesId]) -> (MetricBatch, u64) {
+        let refused: HashSet<SeriesId> = refused.iter().copied().collect();
+        let dropped_points: HashSet<u32> = self
+            .batch
+            .samples
+            .iter()
+            .zip(&self.point_of)
+            .filter(|(s, _)| refused.contains(&s.series))
+            .filter_map(|(_, p)| *p)
+            .collect();
+        let samples: Vec<Sample> = self
+            .batch
+            .samples
+            .iter()
+            .zip(&self.point_of)
+            .filter(|(s, p)| match p {
+                Some(p) => !dropped_points.contains(p),
+                None => !refused.contains(&s.series),
+            })
+            .map(|(s, _)| *s)
+            .collect();
+        let used: HashSet<SeriesId> = samples.iter().map(|s| s.series).collect();
+        let series = self
+            .batch
+            .series
+            .iter()
+            .filter(|d| used.contains(&d.id))
+            .cloned()
+            .collect();
+        (MetricBatch { series, samples }, dropped_points.len() as u64)
+    }
 }
 
 /// Maps a request's metrics to one batch; rejected data points are counted, not returned.
-pub fn map_metrics(req: &ExportMetricsServiceRequest, ctx: &MapContext) -> Mapped<MetricBatch> {
-    let mut out = Mapped::<MetricBatch>::default();
+pub fn map_metrics(req: &ExportMetricsServiceRequest, ctx: &MapContext) -> Mapped<MetricRows> {
+    let mut out = Mapped::<MetricRows>::default();
     let mut b = Builder {
         batch: MetricBatch::default(),
         seen: HashSet::new(),
         max_ms: None,
+        point_of: Vec::new(),
+        point: None,
+        next_point: 0,
     };
     for rm in &req.resource_metrics {
         let resource = match rm
@@ -584,7 +645,10 @@ pub fn map_metrics(req: &ExportMetricsServiceRequest, ctx: &MapContext) -> Mappe
             );
         }
     }
-    out.rows = b.batch;
+    out.rows = MetricRows {
+        batch: b.batch,
+        point_of: b.point_of,
+    };
     out
 }
 

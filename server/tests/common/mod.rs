@@ -119,48 +119,84 @@ impl ServerProcess {
     /// Starts `sightline serve` on free ports and waits for `/health`.
     pub fn start(data_dir: &Path, extra: &[&str], log: PathBuf) -> Self {
         for _attempt in 0..3 {
-            let (http_addr, grpc_addr) = (free_addr(), free_addr());
-            let log_file = std::fs::File::create(&log).unwrap();
-            let child = Command::new(env!("CARGO_BIN_EXE_sightline"))
-                .arg("serve")
-                .arg("--data-dir")
-                .arg(data_dir)
-                .arg("--http-addr")
-                .arg(http_addr.to_string())
-                .arg("--grpc-addr")
-                .arg(grpc_addr.to_string())
-                .args(extra)
-                .env("SIGHTLINE_LOG_LEVEL", "info")
-                .stdout(Stdio::null())
-                .stderr(log_file)
-                .spawn()
-                .unwrap();
-            let mut p = ServerProcess {
-                child,
-                http: http_addr,
-                grpc: grpc_addr,
-                log: log.clone(),
-            };
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = p.child.try_wait() {
-                    break;
-                }
-                if let Ok(r) = http(http_addr, "GET", "/health", &[], b"")
-                    && r.status == 200
-                {
-                    return p;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+            if let Some(p) = Self::try_start(data_dir, extra, &log, free_addr(), free_addr()) {
+                return p;
             }
-            let _ = p.child.kill();
-            let _ = p.child.wait();
-            eprintln!(
-                "server did not start, retrying; log:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
         }
         panic!("sightline did not start");
+    }
+
+    /// Starts `sightline serve` on the given ports (a restart in place) and waits for
+    /// `/health`; retries for a while if the ports are not free yet.
+    pub fn start_at(
+        data_dir: &Path,
+        extra: &[&str],
+        log: PathBuf,
+        http: SocketAddr,
+        grpc: SocketAddr,
+    ) -> Self {
+        for _attempt in 0..10 {
+            if let Some(p) = Self::try_start(data_dir, extra, &log, http, grpc) {
+                return p;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("sightline did not start on {http}");
+    }
+
+    fn try_start(
+        data_dir: &Path,
+        extra: &[&str],
+        log: &Path,
+        http_addr: SocketAddr,
+        grpc_addr: SocketAddr,
+    ) -> Option<Self> {
+        let log_file = std::fs::File::create(log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_sightline"))
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--http-addr")
+            .arg(http_addr.to_string())
+            .arg("--grpc-addr")
+            .arg(grpc_addr.to_string())
+            .args(extra)
+            .env("SIGHTLINE_LOG_LEVEL", "info")
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .unwrap();
+        let mut p = ServerProcess {
+            child,
+            http: http_addr,
+            grpc: grpc_addr,
+            log: log.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = p.child.try_wait() {
+                break;
+            }
+            if let Ok(r) = http(http_addr, "GET", "/health", &[], b"")
+                && r.status == 200
+            {
+                return Some(p);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = p.child.kill();
+        let _ = p.child.wait();
+        eprintln!(
+            "server did not start, retrying; log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        None
+    }
+
+    /// SIGKILL (no flush, no shutdown): what a crash or OOM kill does.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
     }
 
     /// SIGTERM, then the exit status (must be success).

@@ -1,5 +1,6 @@
 //! Writing a segment: sort, encode Parquet, build postings and the text index, checksum, fsync.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
@@ -113,7 +114,7 @@ pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<Re
     } else {
         indices
     };
-    Ok(arrow_select::take::take_record_batch(batch, &indices)?)
+    columnar::take_batch(batch, &indices)
 }
 
 fn writer_properties(
@@ -180,20 +181,62 @@ fn write_parquet(path: &Path, batch: &RecordBatch, props: WriterProperties) -> R
     Ok(())
 }
 
-/// Adds one row's attribute map entries to the postings (scalar values only).
-fn index_attrs(p: &mut PostingsBuilder, reader: &AttrReader<'_>, row: usize) -> Result<()> {
-    for e in reader.range(row)? {
-        let key = reader.key(e);
-        // Arrays, maps and bytes are not indexed; their keys become incomplete via a long
-        // placeholder so lookups fall back to scanning.
-        match reader.value_kind(e) {
-            Some(AttrKind::Str | AttrKind::Int | AttrKind::Bool | AttrKind::Double) => {
-                p.add(key, &reader.rendered(e)?, row as u32);
+/// Adds an attribute map column's entries to the postings (scalar values only), grouped by
+/// key and value so that each pair is looked up in the builder once per segment.
+fn index_attrs(p: &mut PostingsBuilder, reader: &AttrReader<'_>, rows: usize) -> Result<()> {
+    let mut groups: HashMap<(&str, Cow<'_, str>), Vec<u32>> = HashMap::new();
+    let mut incomplete: Vec<&str> = Vec::new();
+    for row in 0..rows {
+        for e in reader.range(row)? {
+            let key = reader.key(e);
+            // Arrays, maps and bytes are not indexed; their keys become incomplete so lookups
+            // fall back to scanning.
+            match reader.value_kind(e) {
+                Some(AttrKind::Str | AttrKind::Int | AttrKind::Bool | AttrKind::Double) => {
+                    groups
+                        .entry((key, reader.rendered(e)?))
+                        .or_default()
+                        .push(row as u32);
+                }
+                _ => incomplete.push(key),
             }
-            _ => p.mark_incomplete(key),
         }
     }
+    for ((key, value), rows) in &groups {
+        p.add_rows(key, value, rows);
+    }
+    for key in incomplete {
+        p.mark_incomplete(key);
+    }
     Ok(())
+}
+
+/// Adds a promoted column's values to the postings, grouped by value. Absent optional values
+/// render as "" and are left out, like a missing attribute.
+fn index_column(p: &mut PostingsBuilder, key: &str, r: &CellRenderer<'_>, rows: usize) {
+    let mut groups: HashMap<Cow<'_, str>, Vec<u32>> = HashMap::new();
+    if let CellRenderer::Int64(a) = r {
+        // Group by the number and render each distinct value once.
+        let mut ints: HashMap<i64, Vec<u32>> = HashMap::new();
+        for row in 0..rows {
+            if a.is_valid(row) {
+                ints.entry(a.value(row)).or_default().push(row as u32);
+            }
+        }
+        for (v, rows) in ints {
+            groups.insert(Cow::Owned(v.to_string()), rows);
+        }
+    } else {
+        for row in 0..rows {
+            let v = r.render(row);
+            if !v.is_empty() {
+                groups.entry(v).or_default().push(row as u32);
+            }
+        }
+    }
+    for (value, rows) in &groups {
+        p.add_rows(key, value, rows);
+    }
 }
 
 fn span_log_postings(signal: Signal, batch: &RecordBatch) -> Result<PostingsBuilder> {
@@ -202,26 +245,25 @@ fn span_log_postings(signal: Signal, batch: &RecordBatch) -> Result<PostingsBuil
         Signal::Spans => schema::SPAN_PROMOTED_KEYS,
         _ => schema::LOG_PROMOTED_KEYS,
     };
-    let renderers: Vec<(&str, CellRenderer<'_>)> = promoted
-        .iter()
-        .filter_map(|(key, column)| {
-            let array = batch.column_by_name(column)?;
-            CellRenderer::new(column, array).map(|r| (*key, r))
-        })
-        .collect();
-    let attrs = AttrReader::new(map_col(batch, col::ATTRIBUTES)?)?;
-    let res = AttrReader::new(map_col(batch, col::RESOURCE_ATTRIBUTES)?)?;
-    for row in 0..batch.num_rows() {
-        for (key, r) in &renderers {
-            let v = r.render(row);
-            // Absent optional columns render as "" and are left out, like a missing attribute.
-            if !v.is_empty() {
-                p.add(key, &v, row as u32);
-            }
+    let rows = batch.num_rows();
+    for (key, column) in promoted {
+        if let Some(r) = batch
+            .column_by_name(column)
+            .and_then(|a| CellRenderer::new(column, a))
+        {
+            index_column(&mut p, key, &r, rows);
         }
-        index_attrs(&mut p, &attrs, row)?;
-        index_attrs(&mut p, &res, row)?;
     }
+    index_attrs(
+        &mut p,
+        &AttrReader::new(map_col(batch, col::ATTRIBUTES)?)?,
+        rows,
+    )?;
+    index_attrs(
+        &mut p,
+        &AttrReader::new(map_col(batch, col::RESOURCE_ATTRIBUTES)?)?,
+        rows,
+    )?;
     Ok(p)
 }
 
@@ -357,4 +399,106 @@ pub(crate) fn write_segment(
         }
     }
     Ok(meta)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod timing {
+    use super::*;
+    use crate::model::{AttrValue, SpanRecord};
+    use crate::types::{SpanId, TraceId, UnixNanos};
+
+    /// Spans shaped like `otlp-load`'s (GenAI fields promoted, a few attributes left).
+    fn load_spans(n: u32) -> Vec<SpanRecord> {
+        (0..n)
+            .map(|i| {
+                let seq = i / 512;
+                let mut t = [0u8; 16];
+                t[..4].copy_from_slice(&(seq + 1).to_be_bytes());
+                t[8..12].copy_from_slice(&((i % 512) / 8 + 1).to_be_bytes());
+                let start = UnixNanos(1_700_000_000_000_000_000 + i64::from(i) * 1000);
+                let mut s = SpanRecord::new(
+                    TraceId(t),
+                    SpanId(u64::from(i + 1).to_be_bytes()),
+                    format!("llm-svc-{}", seq % 4),
+                    if i % 8 == 0 {
+                        "rag-pipeline"
+                    } else {
+                        "chat gpt-4o"
+                    },
+                    start,
+                    UnixNanos(start.0 + 250_000_000),
+                );
+                s.gen_ai.operation_name = Some("chat".into());
+                s.gen_ai.provider_name = Some("openai".into());
+                s.gen_ai.request_model = Some("gpt-4o".into());
+                s.gen_ai.response_model = Some("gpt-4o-2024-08-06".into());
+                s.gen_ai.input_tokens = Some(800 + i64::from(i % 512));
+                s.gen_ai.output_tokens = Some(120);
+                s.gen_ai.temperature = Some(0.2);
+                s.gen_ai.conversation_id = Some(format!("conv-{}", i % 32));
+                s.attributes.push((
+                    "user.id".into(),
+                    AttrValue::Str(format!("user-{}", i % 100)),
+                ));
+                s.resource_attributes = vec![
+                    (
+                        "deployment.environment.name".into(),
+                        AttrValue::Str("bench".into()),
+                    ),
+                    (
+                        "service.instance.id".into(),
+                        AttrValue::Str("load-1".into()),
+                    ),
+                ];
+                s
+            })
+            .collect()
+    }
+
+    /// This thread's CPU time (not wall time: the machine may be shared), from schedstat.
+    fn cpu() -> std::time::Duration {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+        std::time::Duration::from_nanos(s.split_whitespace().next().unwrap().parse().unwrap())
+    }
+
+    #[test]
+    #[ignore = "timing, run by hand with --release"]
+    fn flush_phase_timing() {
+        let n = 200_000;
+        let spans = load_spans(n);
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..3 {
+            let t = cpu();
+            let batch = columnar::spans_to_batch(&spans).unwrap();
+            let t_enc = cpu() - t;
+            let t = cpu();
+            let sorted = sort_for_segment(Signal::Spans, &batch).unwrap();
+            let t_sort = cpu() - t;
+            let props =
+                writer_properties(Signal::Spans, n as usize, &SegmentWriteOptions::default())
+                    .unwrap();
+            let t = cpu();
+            write_parquet(
+                &dir.path().join(format!("d{round}.parquet")),
+                &sorted,
+                props,
+            )
+            .unwrap();
+            let t_pq = cpu() - t;
+            let t = cpu();
+            let p = span_log_postings(Signal::Spans, &sorted).unwrap();
+            let bytes = p.finish().encode();
+            let t_post = cpu() - t;
+            let us = |d: std::time::Duration| d.as_secs_f64() * 1e6 / f64::from(n);
+            eprintln!(
+                "CPU per span: encode {:.2} us, sort {:.2} us, parquet {:.2} us, postings {:.2} us ({} bytes)",
+                us(t_enc),
+                us(t_sort),
+                us(t_pq),
+                us(t_post),
+                bytes.len()
+            );
+        }
+    }
 }

@@ -48,10 +48,7 @@ pub(crate) fn partition_rows(
     let mut out = Vec::with_capacity(groups.len());
     for (p, idx) in groups {
         let idx = arrow_array::UInt32Array::from(idx);
-        out.push((
-            UnixNanos(p),
-            arrow_select::take::take_record_batch(&all, &idx)?,
-        ));
+        out.push((UnixNanos(p), crate::columnar::take_batch(&all, &idx)?));
     }
     out.sort_by_key(|(p, _)| *p);
     Ok(out)

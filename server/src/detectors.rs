@@ -1,0 +1,67 @@
+//! Anomaly detectors inside the server: definitions per tenant created through the HTTP API
+//! and persisted under the data directory, a background scheduler that trains and scores them
+//! without blocking ingest or queries, results written back as PromQL-queryable series and
+//! anomaly events served as JSON and as Grafana annotations. See docs/detectors.md.
+//!
+//! Module map:
+//! * [`spec`]: the definition, defaults and validation;
+//! * [`status`]: state, progress and times shown by the API and kept in `state.json`;
+//! * [`registry`]: the on-disk layout and the in-memory table;
+//! * [`scheduler`]: the worker pool and the tick that decides what runs when;
+//! * [`run`]: one run (PromQL over the history, training, scoring); [`service`] its
+//!   multi-series variant;
+//! * [`writeback`]: the `<name>:predicted|lower|upper|anomalous` samples;
+//! * [`events`]: anomaly events, severity and explanations.
+//!
+//! The formulas (N-BEATS, baselines, conformal bands, sustained alerts, `judge_service`) are
+//! the detect crate's; this module only feeds them and keeps their results.
+
+pub mod events;
+pub mod registry;
+pub mod run;
+pub mod scheduler;
+pub mod service;
+pub mod spec;
+pub mod status;
+pub mod writeback;
+
+pub use events::AnomalyEvent;
+pub use registry::{Detector, Registry};
+pub use scheduler::Detectors;
+pub use spec::DetectorSpec;
+pub use status::{State, Status};
+
+/// What can go wrong with detectors.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DetectorError {
+    /// The definition is invalid (400).
+    #[error("{0}")]
+    Invalid(String),
+    /// A detector of that name exists (409).
+    #[error("detector {0:?} already exists; use PUT /api/v1/detectors/{0} to replace it")]
+    Exists(String),
+    /// No such detector (404).
+    #[error("no detector named {0:?}")]
+    NotFound(String),
+    /// Reading or writing the detector's files failed.
+    #[error("detector files: {0}")]
+    Io(String),
+    /// Writing results into the store failed.
+    #[error("writing detector results: {0}")]
+    Store(String),
+    /// The run stopped because the detector was replaced, deleted or the server is stopping.
+    #[error("run cancelled")]
+    Cancelled,
+    /// The scheduler is off (`--detector-threads 0`).
+    #[error("the detector scheduler is disabled (--detector-threads 0)")]
+    Disabled,
+}
+
+/// Wall-clock time in ms since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
