@@ -4,7 +4,7 @@
 //! answer quality with a lag:
 //!
 //! * `shop.conversion.rate` (gauge): `0.12 - 0.25 * bad(t - 8 min) - 0.05 * errors(t - 3 min)`;
-//! * `shop.csat.score` (gauge, 1..5): `4.5 - 2.0 * bad(t - 12 min) - 1.0 * errors(t - 2 min)`;
+//! * `shop.csat.score` (gauge, 1..5): `4.5 - 2.0 * bad(t - 12 min)`;
 //! * `shop.tickets.escalated` (monotonic counter): Poisson with mean
 //!   `sessions * (0.01 + 0.3 * bad(t - 5 min))`;
 //!
@@ -170,8 +170,7 @@ impl Kpis {
         let conversion =
             (0.12 - 0.25 * bad_c - 0.05 * err_c + noise(&mut self.rng, 0.002)).max(0.0);
         let (bad_s, _) = self.lagged(m, CSAT_LAG_MIN);
-        let (_, err_s) = self.lagged(m, 2);
-        let csat = (4.5 - 2.0 * bad_s - 1.0 * err_s + noise(&mut self.rng, 0.02)).clamp(1.0, 5.0);
+        let csat = (4.5 - 2.0 * bad_s + noise(&mut self.rng, 0.02)).clamp(1.0, 5.0);
         let (bad_t, _) = self.lagged(m, TICKETS_LAG_MIN);
         let mean = (minute.sessions as f64 * (0.01 + 0.3 * bad_t)).max(1e-3);
         self.tickets += Poisson::new(mean)
