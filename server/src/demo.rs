@@ -239,7 +239,11 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         pending.spans.extend(b.spans);
         pending.logs.extend(b.logs);
         let metrics = generator.finish_until(m - MAX_CONVERSATION_MIN);
-        if pending.spans.len() >= SPANS_PER_REQUEST || !metrics.is_empty() && args.speed > 0.0 {
+        // (with --live, the last minutes' conversations reach past now: keep them for the end)
+        let may_flush = !args.live || m < minutes - MAX_CONVERSATION_MIN;
+        let due =
+            pending.spans.len() >= SPANS_PER_REQUEST || !metrics.is_empty() && args.speed > 0.0;
+        if may_flush && due {
             spans_sent += pending.spans.len();
             export(&client, std::mem::take(&mut pending), metrics).await?;
         } else if !metrics.is_empty() {
@@ -254,8 +258,22 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
             }
         }
     }
+    // With --live, turns of conversations still in flight wait for their time; without it
+    // the history's last conversations are sent whole (up to a few minutes ahead).
+    let mut held = Batch::default();
+    let metrics = if args.live {
+        let now_ns = u64::try_from(now_ms()).unwrap_or(0) * 1_000_000;
+        (pending.spans, held.spans) = std::mem::take(&mut pending.spans)
+            .into_iter()
+            .partition(|(_, sp)| sp.start_time_unix_nano <= now_ns);
+        (pending.logs, held.logs) = std::mem::take(&mut pending.logs)
+            .into_iter()
+            .partition(|(_, l)| l.time_unix_nano <= now_ns);
+        generator.finish_until(minutes - MAX_CONVERSATION_MIN)
+    } else {
+        generator.finish_until(minutes + MAX_CONVERSATION_MIN)
+    };
     spans_sent += pending.spans.len();
-    let metrics = generator.finish_until(minutes + MAX_CONVERSATION_MIN);
     export(&client, pending, metrics).await?;
     bar.finish_with_message(format!("{spans_sent} spans"));
     eprintln!(
@@ -281,7 +299,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     );
     let stop = crate::shutdown::signal();
     if args.live {
-        let live = live(client.clone(), generator, minutes);
+        let live = live(client.clone(), generator, minutes, held);
         tokio::select! {
             () = stop => {}
             r = live => r?,
@@ -293,19 +311,40 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     Ok(())
 }
 
-/// Keeps generating one simulated minute per real minute after the history.
-async fn live(client: Client, mut g: Generator, mut m: i64) -> Result<(), DemoError> {
+/// Keeps generating one simulated minute per real minute after the history. A conversation's
+/// later turns are generated with it but held back until their time has come, so nothing is
+/// sent ahead of the clock.
+async fn live(
+    client: Client,
+    mut g: Generator,
+    mut m: i64,
+    mut held: Batch,
+) -> Result<(), DemoError> {
     loop {
+        let now = now_ms();
+        let mut metrics = Vec::new();
         // Minute m starts at start + m min; its conversations are generated then.
-        let due = g.start_ms + m * MIN_MS;
-        if let Some(wait) = u64::try_from(due - now_ms()).ok().filter(|w| *w > 0) {
-            tokio::time::sleep(Duration::from_millis(wait)).await;
+        while g.start_ms + m * MIN_MS <= now {
+            let b = g.traffic.minute(m);
+            held.spans.extend(b.spans);
+            held.logs.extend(b.logs);
+            metrics.extend(g.finish_until(m - MAX_CONVERSATION_MIN));
+            m += 1;
         }
-        let b = g.traffic.minute(m);
-        let metrics = g.finish_until(m - MAX_CONVERSATION_MIN);
-        export(&client, b, metrics).await?;
-        analysis::record_quality(&client, now_ms() - 10 * MIN_MS, now_ms()).await?;
-        m += 1;
+        let now_ns = u64::try_from(now).unwrap_or(0) * 1_000_000;
+        let (spans, later): (Vec<_>, Vec<_>) = std::mem::take(&mut held.spans)
+            .into_iter()
+            .partition(|(_, sp)| sp.start_time_unix_nano <= now_ns);
+        held.spans = later;
+        let (logs, later): (Vec<_>, Vec<_>) = std::mem::take(&mut held.logs)
+            .into_iter()
+            .partition(|(_, l)| l.time_unix_nano <= now_ns);
+        held.logs = later;
+        if !spans.is_empty() || !logs.is_empty() || !metrics.is_empty() {
+            export(&client, Batch { spans, logs }, metrics).await?;
+            analysis::record_quality(&client, now - 10 * MIN_MS, now).await?;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
     }
 }
 
