@@ -59,6 +59,17 @@ fn mean(
     vals.iter().sum::<f64>() / vals.len() as f64
 }
 
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 #[test]
 fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
     let tmp = tempfile::tempdir().unwrap();
@@ -66,7 +77,7 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
     let (http_addr, grpc_addr) = (free_addr(), free_addr());
     let out = std::fs::File::create(tmp.path().join("stdout")).unwrap();
     let err = std::fs::File::create(tmp.path().join("stderr")).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sightline"))
+    let child = Command::new(env!("CARGO_BIN_EXE_sightline"))
         .args(["demo", "--days", "0.25", "--seed", "7"])
         .arg("--data-dir")
         .arg(&data)
@@ -80,10 +91,12 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
         .stderr(Stdio::from(err))
         .spawn()
         .unwrap();
+    // killed if an assertion fails before the orderly SIGTERM at the end
+    let mut child = KillOnDrop(child);
     let findings_path = data.join("demo-findings.json");
     let t0 = Instant::now();
     while !findings_path.exists() {
-        if let Ok(Some(st)) = child.try_wait() {
+        if let Ok(Some(st)) = child.0.try_wait() {
             panic!(
                 "demo exited early with {st}: {}",
                 std::fs::read_to_string(tmp.path().join("stderr")).unwrap_or_default()
@@ -314,7 +327,7 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
 
     // Still serving; SIGTERM stops it cleanly.
     assert_eq!(get(http_addr, "/health").0, 200);
-    let pid = child.id().to_string();
+    let pid = child.0.id().to_string();
     assert!(
         Command::new("kill")
             .args(["-TERM", &pid])
@@ -324,7 +337,7 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
     );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Some(st) = child.try_wait().unwrap() {
+        if let Some(st) = child.0.try_wait().unwrap() {
             assert!(st.success(), "demo exited with {st}");
             break;
         }
