@@ -24,6 +24,17 @@ common += [q("attr", "key=value, key!=value, key=~regex, key!~regex (repeatable)
 search = common + [q("group", "traces (default) or spans"), q("sort", "start (newest first) or duration"), q("limit", "1..10000 (default 20)", typ="integer"), q("spans_per_trace", "matched spans listed per trace", typ="integer")]
 add("/api/v1/traces/search", ["get", "post"], "native", "Trace and span search (service, name, status, duration, attributes, GenAI fields, TraceQL)", T, search)
 add("/api/v1/traces/red", ["get", "post"], "native", "RED aggregates (rate, error ratio, p50/p90/p99) per service, model, operation or name over time buckets", T, common + [q("group_by", "service (default), model, operation or name"), q("step", "bucket width (default 1m)")])
+Q = "See docs/quality.md."
+qrange = [q("start", "RFC 3339, Unix seconds or nanoseconds (default: an hour before end)"), q("end", "RFC 3339, Unix seconds or nanoseconds (default: now)")]
+add("/api/v1/quality", ["get"], "native", "LLM quality over time per group: token entropy, hallucination index, low-confidence tokens, context expansion, cache hit ratio", Q,
+    [q("metric", "token_entropy_mean, hallucination_index, low_confidence_tokens, context_expansion or cache_hit_ratio", required=True),
+     q("by", "model (default), provider, operation, service, route (span attribute app.route) or attr.<key>")] + qrange +
+    [q("step", "bucket width (default 60s)"), q("service", "service.name equals"), q("model", "gen_ai.request.model equals"), q("provider", "gen_ai.provider.name equals")])
+add("/api/v1/quality/tokens", ["get"], "native", "Token-level view of one response: each token's logprob, entropy and alternatives from its stored gen_ai.response.logprobs", Q,
+    [q("trace_id", "32 hex digits", required=True), q("span_id", "16 hex digits", required=True)],
+    {"200": {"description": "The tokens"}, "400": {"description": "Bad ids"}, "401": {"description": "Unauthorized"}, "404": {"description": "No such span or no logprobs"}, "422": {"description": "Stored logprobs cannot be scored"}})
+add("/api/v1/quality/values", ["get"], "native", "Distinct values of model, provider, operation, service or route among stored spans (template variables)", Q,
+    [q("field", "model, provider, operation, service or route", required=True)] + qrange)
 L = "See docs/logs.md."
 lcommon = [q("start", "RFC 3339, Unix seconds or nanoseconds"), q("end", "RFC 3339, Unix seconds or nanoseconds"), q("query", "full-text query (tantivy syntax); alias q"), q("service", "service.name"),
            q("severity", "exact severity text"), q("min_severity", "minimum severity number or name"), q("trace_id", "hex"), q("span_id", "hex"),

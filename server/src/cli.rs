@@ -31,6 +31,10 @@ pub enum Command {
     /// Ask questions: PromQL, aggregations over spans and logs, traces and logs; against a
     /// running server (--url) or a stopped server's data directory (--data-dir).
     Query(crate::query_cli::QueryArgs),
+    /// Start a server with days of generated LLM traffic (a RAG chat service with injected
+    /// incidents), run the detectors and Granger tests, print what was found next to the
+    /// injected truth, and keep serving.
+    Demo(crate::demo::DemoArgs),
     /// Manage anomaly detectors of a running server: list, show, create, delete, run (with
     /// --wait, a progress bar until training finishes).
     Detectors(crate::detectors_cli::DetectorsArgs),

@@ -9,7 +9,8 @@
 //! * [`openapi`]: `GET /api/v1/openapi.json`, the document of all of the above;
 //! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...);
 //! * [`logs`]: `/api/v1/logs/{search,histogram}`; [`loki`]: the Loki API subset;
-//! * [`traces`]: `/api/v1/traces/{id}`, `/api/v1/traces/{search,red}`; [`tempo`]: the Tempo API subset.
+//! * [`traces`]: `/api/v1/traces/{id}`, `/api/v1/traces/{search,red}`; [`tempo`]: the Tempo API subset;
+//! * [`quality`]: `/api/v1/quality`, `/api/v1/quality/{tokens,values}` (LLM quality over time).
 
 pub mod aggregate;
 pub mod detect;
@@ -21,6 +22,7 @@ pub mod ops;
 pub mod otlp;
 pub(crate) mod params;
 pub mod prometheus;
+pub mod quality;
 pub mod tempo;
 pub mod traces;
 
@@ -73,6 +75,7 @@ pub fn router(state: AppState) -> Router {
         .merge(prometheus::routes())
         .merge(traces::routes())
         .merge(tempo::routes())
+        .merge(quality::routes())
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
         .with_state(state)
 }

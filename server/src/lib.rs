@@ -18,6 +18,7 @@
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod detectors;
 pub mod detectors_cli;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod http;
 pub mod ingest;
 pub mod limits;
 pub mod otlp;
+pub mod quality;
 pub mod query_cli;
 pub mod serve;
 pub mod shutdown;

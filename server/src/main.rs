@@ -25,6 +25,20 @@ fn main() -> anyhow::Result<()> {
             println!("{out}");
             Ok(())
         }
+        Command::Demo(args) => {
+            let log = sightline_server::config::LogConfig {
+                format: sightline_server::cli::LogFormat::Text,
+                level: std::env::var("SIGHTLINE_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
+            };
+            sightline_server::telemetry::init_logging(&log).context("initialising logging")?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("sightline")
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(sightline_server::demo::run(args))?;
+            Ok(())
+        }
         Command::Detectors(args) => {
             let out = sightline_server::detectors_cli::run(&args).map_err(anyhow::Error::msg)?;
             if !out.is_empty() {

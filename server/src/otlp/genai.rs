@@ -332,6 +332,11 @@ fn documents(attrs: &Attributes) -> Vec<RetrievedDocument> {
     docs
 }
 
+/// The logprobs a span carries (attribute, or event in the accepted forms) as JSON text.
+pub fn logprobs_text(attrs: &Attributes, events: &[SpanEvent]) -> Option<String> {
+    logprobs_source(attrs, events).and_then(json_text)
+}
+
 /// Computes the quality columns of a span from its attributes and events.
 pub fn quality(attrs: &Attributes, events: &[SpanEvent]) -> (QualityFields, QualityOutcome) {
     let mut q = QualityFields::default();

@@ -1,0 +1,159 @@
+//! The LLM quality API (see docs/quality.md and [`crate::quality`]):
+//!
+//! * `GET /api/v1/quality?metric=&by=&start=&end=&step=[&service=&model=&provider=]` ->
+//!   `{"metric", "by", "step_ms", "series": [{"group", "points": [[t_ms, value|null], ..]}]}`;
+//! * `GET /api/v1/quality/tokens?trace_id=&span_id=` -> one response's tokens with entropy;
+//! * `GET /api/v1/quality/values?field=model|provider|operation|service|route` ->
+//!   `{"values": [..]}` (for Grafana template variables).
+//!
+//! Times are Unix seconds (fractions allowed), nanoseconds or RFC 3339; `step` a duration
+//! (`60s`, `5m`) or seconds. Defaults: the last hour, step 60 s. Errors are
+//! `{"status": "error", "error": ".."}` with 400 (bad parameters), 401 (auth), 404 (unknown
+//! span or no logprobs), 422 (stored logprobs that cannot be scored), 500 (storage).
+
+use axum::Router;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
+
+use super::AppState;
+use super::params::{get as param, parse_step, parse_time};
+use super::traces::{ApiError, bad, query_error, query_pairs, tenant};
+use crate::quality::{
+    GroupKey, QualityError, QualityMetric, QualityQuery, SpanFilters, quality_series,
+    response_tokens, values,
+};
+
+/// Default range of a quality query: the last hour.
+const DEFAULT_RANGE_NS: i64 = 3_600_000_000_000;
+/// Default bucket: one minute.
+const DEFAULT_STEP_NS: i64 = 60_000_000_000;
+
+/// The routes of this module.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/quality", get(series))
+        .route("/api/v1/quality/tokens", get(tokens))
+        .route("/api/v1/quality/values", get(field_values))
+}
+
+fn quality_error(e: QualityError) -> ApiError {
+    match e {
+        QualityError::BadRequest(m) => bad(m),
+        QualityError::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m),
+        e @ QualityError::Logprobs(_) => ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+        QualityError::Query(q) => query_error(q),
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, QualityError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(quality_error)
+}
+
+fn range(p: &[(String, String)]) -> Result<(i64, i64), ApiError> {
+    let end = match param(p, "end") {
+        Some(e) => parse_time(e).map_err(bad)?,
+        None => super::params::now_ns(),
+    };
+    let start = match param(p, "start") {
+        Some(s) => parse_time(s).map_err(bad)?,
+        None => end.saturating_sub(DEFAULT_RANGE_NS),
+    };
+    if end <= start {
+        return Err(bad("end must be after start"));
+    }
+    Ok((start, end))
+}
+
+async fn series(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    series_handler(st.0, headers, query_pairs(q.as_deref()))
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn series_handler(
+    st: AppState,
+    headers: HeaderMap,
+    p: Vec<(String, String)>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant(&st, &headers)?;
+    let metric =
+        QualityMetric::parse(param(&p, "metric").ok_or_else(|| bad("metric is required"))?)
+            .map_err(quality_error)?;
+    let by = GroupKey::parse(param(&p, "by").unwrap_or("model")).map_err(quality_error)?;
+    let (start_ns, end_ns) = range(&p)?;
+    let step_ns = match param(&p, "step") {
+        Some(s) => parse_step(s).map_err(|e| bad(format!("step: {e}")))?,
+        None => DEFAULT_STEP_NS,
+    };
+    let query = QualityQuery {
+        metric,
+        by: by.clone(),
+        start_ns,
+        end_ns,
+        step_ns,
+        filters: SpanFilters {
+            service: param(&p, "service").map(str::to_owned),
+            model: param(&p, "model").map(str::to_owned),
+            provider: param(&p, "provider").map(str::to_owned),
+        },
+    };
+    let store = st.store().clone();
+    let out = blocking(move || quality_series(&store, &tenant, &query)).await?;
+    Ok(axum::Json(json!({
+        "metric": metric.name(),
+        "by": by.name(),
+        "step_ms": step_ns / 1_000_000,
+        "series": out,
+    }))
+    .into_response())
+}
+
+async fn tokens(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let run = async {
+        let tenant = tenant(&st.0, &headers)?;
+        let p = query_pairs(q.as_deref());
+        let trace_id = param(&p, "trace_id")
+            .ok_or_else(|| bad("trace_id is required"))?
+            .to_owned();
+        let span_id = param(&p, "span_id")
+            .ok_or_else(|| bad("span_id is required"))?
+            .to_owned();
+        let store = st.0.store().clone();
+        let view = blocking(move || response_tokens(&store, &tenant, &trace_id, &span_id)).await?;
+        Ok::<_, ApiError>(axum::Json(view).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn field_values(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let run = async {
+        let tenant = tenant(&st.0, &headers)?;
+        let p = query_pairs(q.as_deref());
+        let key = match param(&p, "field").ok_or_else(|| bad("field is required"))? {
+            f @ ("model" | "provider" | "operation" | "service" | "route") => {
+                GroupKey::parse(f).map_err(quality_error)?
+            }
+            other => {
+                return Err(bad(format!(
+                    "field: expected model, provider, operation, service or route, got {other:?}"
+                )));
+            }
+        };
+        let (start, end) = match (param(&p, "start"), param(&p, "end")) {
+            (None, None) => (i64::MIN, i64::MAX),
+            _ => range(&p)?,
+        };
+        let store = st.0.store().clone();
+        let vals = blocking(move || values(&store, &tenant, &key, start, end)).await?;
+        Ok(axum::Json(json!({ "values": vals })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
