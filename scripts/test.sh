@@ -47,5 +47,5 @@ SIGHTLINE_DEBUG_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/sightline"
   cd grafana-plugin
   npm ci --no-audit --no-fund
   npm run build
-  SIGHTLINE_BIN="$SIGHTLINE_DEBUG_BIN" SIGHTLINE_REQUIRE_BINARY=1 npm test
+  SIGHTLINE_BIN="$SIGHTLINE_DEBUG_BIN" SIGHTLINE_REQUIRE_BINARY=1 SIGHTLINE_REQUIRE_PLUGIN_ENDPOINTS=1 npm test
 )

@@ -9,7 +9,7 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::*;
 use serde_json::{Value, json};
@@ -77,8 +77,18 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
     let (http_addr, grpc_addr) = (free_addr(), free_addr());
     let out = std::fs::File::create(tmp.path().join("stdout")).unwrap();
     let err = std::fs::File::create(tmp.path().join("stderr")).unwrap();
+    // A fixed phase of the day (the history ends at the last UTC midnight), so the generated
+    // data, and with it every statistic below, is the same on every run; the detectors still
+    // read that history, which lies within their reach before now.
+    let end = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 86_400
+        * 86_400;
     let child = Command::new(env!("CARGO_BIN_EXE_sightline"))
         .args(["demo", "--days", "0.25", "--seed", "7"])
+        .args(["--end", &end.to_string()])
         .arg("--data-dir")
         .arg(&data)
         .args([

@@ -49,10 +49,13 @@ function field(frame: DataFrame, name: string): unknown[] {
   return f.values as unknown[];
 }
 
-/** Whether the server has an endpoint (any answer but 404); logs the skip otherwise. */
+/**
+ * Whether the server has an endpoint: any answer but a bare 404 (an API's own 404, e.g. "no such
+ * span", comes with a JSON error body); logs the skip otherwise.
+ */
 async function hasEndpoint(server: SightlineServer, path: string, what: string): Promise<boolean> {
   const r = await fetch(`${server.url}${path}`);
-  if (r.status !== 404) {
+  if (r.status !== 404 || (await r.text()).trim().startsWith('{')) {
     return true;
   }
   if (process.env.SIGHTLINE_REQUIRE_PLUGIN_ENDPOINTS === '1') {

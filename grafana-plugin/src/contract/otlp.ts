@@ -68,6 +68,11 @@ interface LlmCall {
   logprobs: object;
   answer: string;
   error?: string;
+  /** Conversation and route (for context expansion by route). */
+  conversation?: string;
+  route?: string;
+  /** Input tokens served from the provider's KV cache. */
+  cacheRead?: number;
 }
 
 const DOCS = JSON.stringify([{ id: 'kb-1', text: 'Paris is the capital of France. It lies on the Seine.' }]);
@@ -91,6 +96,9 @@ function llmSpan(c: LlmCall) {
       kv('gen_ai.response.logprobs', JSON.stringify(c.logprobs)),
       kv('gen_ai.retrieval.documents', DOCS),
       kv('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: c.answer }] }])),
+      ...(c.conversation ? [kv('gen_ai.conversation.id', c.conversation)] : []),
+      ...(c.route ? [kv('app.route', c.route)] : []),
+      ...(c.cacheRead !== undefined ? [kv('gen_ai.usage.cache_read.input_tokens', c.cacheRead)] : []),
     ],
     events: [{ timeUnixNano: ns(c.atS, 250), name: 'gen_ai.request.sent', attributes: [kv('attempt', 1)] }],
   };
@@ -160,6 +168,8 @@ export function tracesBody() {
           logprobs: HALLUCINATED_LOGPROBS,
           answer: 'Paris is in Spain.',
           error: 'upstream failed',
+          conversation: 'conv-1',
+          route: '/chat',
         }),
         llmSpan({
           traceId: TRACE_GROUNDED,
@@ -173,6 +183,10 @@ export function tracesBody() {
           output: 80,
           logprobs: GROUNDED_LOGPROBS,
           answer: 'Paris is in France.',
+          // The second turn of the same conversation: its context grew from 120 to 200 tokens.
+          conversation: 'conv-1',
+          route: '/chat',
+          cacheRead: 120,
         }),
         llmSpan({
           traceId: TRACE_SLOW,
