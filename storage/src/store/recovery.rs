@@ -124,6 +124,9 @@ fn remove_leftovers(root: &Path, live: &HashSet<PathBuf>) -> Result<Vec<PathBuf>
     Ok(removed)
 }
 
+/// How long opening waits for a busy directory lock before answering `Locked`.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
+
 pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenReport)> {
     fs::create_dir_all(root).at(root)?;
     let lock_path = root.join(LOCK_FILE);
@@ -133,7 +136,19 @@ pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenRepor
         .write(true)
         .open(&lock_path)
         .at(&lock_path)?;
-    match lock_file.try_lock() {
+    // A lock that is busy for a moment is waited out: `flock` locks belong to the open file,
+    // so a child process forked by another thread of this process (before its exec closes the
+    // inherited descriptor) can hold a just-released lock for a few milliseconds. A store that
+    // is really open elsewhere still answers `Locked`, after LOCK_WAIT.
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    let mut attempt = lock_file.try_lock();
+    while matches!(attempt, Err(fs::TryLockError::WouldBlock))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        attempt = lock_file.try_lock();
+    }
+    match attempt {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => return Err(StorageError::Locked(root.to_owned())),
         Err(fs::TryLockError::Error(e)) => return Err(StorageError::io(&lock_path, e)),
