@@ -55,6 +55,29 @@ pub struct Detector {
 }
 
 impl Detector {
+    /// A detector with no trained models, not running, stored under `dir`.
+    fn new(
+        tenant: &TenantId,
+        spec: DetectorSpec,
+        status: Status,
+        events: Vec<AnomalyEvent>,
+        dir: PathBuf,
+    ) -> Self {
+        Detector {
+            tenant: tenant.clone(),
+            spec: RwLock::new(spec),
+            status: Mutex::new(status),
+            events: Mutex::new(events),
+            models: Mutex::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+            deleted: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            force: AtomicBool::new(false),
+            run_lock: Mutex::new(()),
+            dir,
+        }
+    }
+
     /// The detector's name.
     pub fn name(&self) -> String {
         self.spec.read().name.clone()
@@ -216,19 +239,7 @@ impl Registry {
             status.written = old.status.lock().written.clone();
         }
         let dir = self.root.join(tenant.as_str()).join(&spec.name);
-        let det = Arc::new(Detector {
-            tenant: tenant.clone(),
-            spec: RwLock::new(spec),
-            status: Mutex::new(status),
-            events: Mutex::new(events),
-            models: Mutex::new(HashMap::new()),
-            generation: AtomicU64::new(0),
-            deleted: AtomicBool::new(false),
-            busy: AtomicBool::new(false),
-            force: AtomicBool::new(false),
-            run_lock: Mutex::new(()),
-            dir,
-        });
+        let det = Arc::new(Detector::new(tenant, spec, status, events, dir));
         let mut table = self.table.write();
         if !replace && table.contains_key(&key) {
             return Err(DetectorError::Exists(key.1));
@@ -277,17 +288,11 @@ fn load_one(tenant: &TenantId, dir: &Path) -> Result<Option<Detector>, DetectorE
     }
     status.progress = None;
     let events = read_json(&dir.join("events.json"))?.unwrap_or_default();
-    Ok(Some(Detector {
-        tenant: tenant.clone(),
-        spec: RwLock::new(spec),
-        status: Mutex::new(status),
-        events: Mutex::new(events),
-        models: Mutex::new(HashMap::new()),
-        generation: AtomicU64::new(0),
-        deleted: AtomicBool::new(false),
-        busy: AtomicBool::new(false),
-        force: AtomicBool::new(false),
-        run_lock: Mutex::new(()),
-        dir: dir.to_owned(),
-    }))
+    Ok(Some(Detector::new(
+        tenant,
+        spec,
+        status,
+        events,
+        dir.to_owned(),
+    )))
 }
