@@ -421,6 +421,21 @@ fn single(
 
 /// The volume series matching `s` (same labels, or the only one) aligned to `s`'s points, or
 /// `s` itself when only `min_volume` is set.
+/// `len` values of `values` read `shift` points later (NaN outside it): a series on another
+/// series' grid.
+pub(super) fn shifted(values: &[f64], shift: i64, len: usize) -> Vec<f64> {
+    (0..len as i64)
+        .map(|i| {
+            let k = i + shift;
+            if k >= 0 && (k as usize) < values.len() {
+                values[k as usize]
+            } else {
+                f64::NAN
+            }
+        })
+        .collect()
+}
+
 fn volume_for(
     volume: Option<&[GridSeries]>,
     s: &GridSeries,
@@ -434,18 +449,7 @@ fn volume_for(
                 .find(|v| v.labels == s.labels)
                 .or(if all.len() == 1 { all.first() } else { None })?;
             let shift = (s.start_ms - v.start_ms) / step_ms.max(1);
-            Some(
-                (0..s.values.len() as i64)
-                    .map(|i| {
-                        let k = i + shift;
-                        if k >= 0 && (k as usize) < v.values.len() {
-                            v.values[k as usize]
-                        } else {
-                            f64::NAN
-                        }
-                    })
-                    .collect(),
-            )
+            Some(shifted(&v.values, shift, s.values.len()))
         }
         None if own => Some(s.values.clone()),
         None => None,

@@ -15,7 +15,7 @@ use sightline_storage::Store;
 
 use super::events::{Observed, deviation_words, duration_words, series_key, severity};
 use super::registry::Detector;
-use super::run::{GridSeries, Outcome, Window, alert_stats, collect, fetch};
+use super::run::{GridSeries, Outcome, Window, alert_stats, collect, fetch, shifted};
 use super::spec::{DetectorSpec, ModelKind, RoleSpec, signal_role};
 
 struct Role<'a> {
@@ -83,18 +83,7 @@ pub(super) fn service(
                 return Err("volume_query must yield exactly one series in service mode".into());
             };
             let shift = (start - v.start_ms) / w.step_ms;
-            Some(
-                (0..roles[0].series.values.len() as i64)
-                    .map(|i| {
-                        let k = i + shift;
-                        if k >= 0 && (k as usize) < v.values.len() {
-                            v.values[k as usize]
-                        } else {
-                            f64::NAN
-                        }
-                    })
-                    .collect::<Vec<f64>>(),
-            )
+            Some(shifted(&v.values, shift, roles[0].series.values.len()))
         }
         None => None,
     };
