@@ -199,27 +199,7 @@ fn median_sorted(s: &[f64]) -> f64 {
 /// before `t`; `σ_t` is that window's standard deviation (the model's own input scale).
 /// `values` must be finite (fill gaps first).
 pub fn nbeats_one_step(model: &TrainedModel, values: &[f64]) -> Result<Expectation> {
-    let l = model.card.model.lookback;
-    if values.len() <= l {
-        return Err(too_short("n-beats detector", l + 1, values.len()));
-    }
-    let floor = scale_floor(values);
-    let windows: Vec<&[f64]> = (l..values.len()).map(|t| &values[t - l..t]).collect();
-    let forecasts = model.forecast_many(&windows)?;
-    let expected = forecasts
-        .iter()
-        .zip(&windows)
-        .map(|(f, w)| f.first().copied().unwrap_or_else(|| w[w.len() - 1]))
-        .collect();
-    let scale = windows
-        .iter()
-        .map(|w| window_scale(w).1.max(floor))
-        .collect();
-    Ok(Expectation {
-        start: l,
-        expected,
-        scale,
-    })
+    nbeats_k_step(model, values, 1)
 }
 
 #[cfg(test)]
