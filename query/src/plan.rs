@@ -12,6 +12,11 @@
 //!    counts) as boolean masks, then group keys interned per column and accumulated per group
 //!    ([`accumulate`]), or, for a plan without aggregates, a bounded top-k by one field.
 //!
+//! Plans that only count, sum, average or take extremes by rollup keys and whole-minute buckets
+//! let storage answer from per-segment span rollups ([`sightline_storage::rollup`]) where that
+//! is exact; those rollup rows are folded here with their weights, next to the rows of the
+//! segments (and unflushed data) that had to be read row by row.
+//!
 //! The [`Explain`] of every result carries the storage [`ScanStats`] and what this half kept,
 //! so tests can assert that pruning happened and an `explain` request can show it.
 
@@ -180,6 +185,9 @@ pub struct Explain {
     pub scan: ScanStats,
     /// Rows the storage scan returned.
     pub rows_scanned: u64,
+    /// Rollup rows folded in place of the spans of segments answered from their rollups
+    /// (`scan.rollup_spans` spans).
+    pub rollup_rows: u64,
     /// Rows left after the numeric filters.
     pub rows_filtered: u64,
     /// Groups formed (aggregate plans).
@@ -292,7 +300,33 @@ impl Plan {
         Ok(())
     }
 
-    /// Storage columns this plan reads.
+    /// Whether span rollups answer this plan exactly (storage still decides per segment):
+    /// no numeric filters, group keys that are rollup keys or time buckets of whole minutes,
+    /// and aggregates that rollups keep (counts, rates, error ratios, and sums, means, minima
+    /// and maxima of summarised fields; not quantiles).
+    fn rollup_exact(&self) -> bool {
+        use sightline_storage::rollup;
+        let key_ok = |k: &str| {
+            sightline_storage::schema::promoted_column(Signal::Spans, k).is_some_and(rollup::is_key)
+        };
+        self.signal == Signal::Spans
+            && self.filters.is_empty()
+            && !self.aggregates.is_empty()
+            && self.group_by.iter().all(|g| match g {
+                GroupBy::Key(k) => key_ok(k),
+                GroupBy::Time(step) => step % rollup::BUCKET_NANOS == 0,
+            })
+            && self.aggregates.iter().all(|a| match a.func {
+                AggFunc::Count | AggFunc::Rate | AggFunc::ErrorRatio => true,
+                AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max => a
+                    .field
+                    .as_deref()
+                    .and_then(|f| fields::numeric_field(self.signal, f).ok())
+                    .is_some_and(|f| rollup::is_measure(f.column)),
+                AggFunc::Quantile(_) => false,
+            })
+    }
+
     /// Whether rows' times are read: for time buckets, `rate` over observed times and row
     /// listings (which show the time).
     fn needs_time(&self) -> bool {
@@ -301,6 +335,7 @@ impl Plan {
             || self.aggregates.iter().any(|a| a.func == AggFunc::Rate)
     }
 
+    /// Storage columns this plan reads.
     fn projection(&self) -> Result<Vec<String>> {
         let mut cols: Vec<String> = Vec::new();
         if self.needs_time() {
@@ -393,12 +428,13 @@ pub fn execute(store: &Store, plan: &Plan) -> Result<Table> {
         time: plan.time,
         predicates: plan.predicates.clone(),
         projection: Some(projection.clone()),
+        rollups: plan.rollup_exact(),
     };
     let t0 = Instant::now();
     let scanned = store.scan(&req)?;
     let scan_micros = t0.elapsed().as_micros() as u64;
     let t1 = Instant::now();
-    let mut table = accumulate::run(plan, &scanned.batches)?;
+    let mut table = accumulate::run(plan, &scanned.batches, &scanned.rollups)?;
     table.explain.scan = scanned.stats;
     table.explain.columns_read = projection;
     table.explain.scan_micros = scan_micros;

@@ -187,6 +187,221 @@ proptest! {
     }
 }
 
+/// A store whose spans are flushed in `parts` segments (the last part left unflushed when
+/// `keep_last` is set).
+fn store_in_parts(all: &[SpanRecord], parts: usize, keep_last: bool) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
+    let t = TenantId::new("t").unwrap();
+    let chunk = all.len().div_ceil(parts.max(1));
+    let chunks: Vec<&[SpanRecord]> = all.chunks(chunk.max(1)).collect();
+    for (i, c) in chunks.iter().enumerate() {
+        store.append_spans(&t, c).unwrap();
+        if !(keep_last && i + 1 == chunks.len()) {
+            store.flush().unwrap();
+        }
+    }
+    (dir, store)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Plans that span rollups can answer (counts, sums, means, extremes, error ratios and
+    /// rates by rollup keys and whole-minute buckets) equal the brute-force answer over any
+    /// time range, aligned to minutes or not, with part of the data unflushed.
+    #[test]
+    fn rollup_answers_equal_brute_force(
+        seed in 1u64..u64::MAX,
+        n in 200usize..1500,
+        parts in 1usize..4,
+        keep_last in any::<bool>(),
+        from_s in prop::option::of(0i64..(90 * 60)),
+        len_s in 1i64..(150 * 60),
+        aligned in any::<bool>(),
+        by_service in any::<bool>(),
+        by_status in any::<bool>(),
+        bucket_min in prop::option::of(prop::sample::select(vec![1i64, 5, 60])),
+        model_pred in prop::option::of(0usize..4),
+        error_only in any::<bool>(),
+    ) {
+        let all = spans(seed, n);
+        let (_d, store) = store_in_parts(&all, parts, keep_last);
+        let sec = 1_000_000_000i64;
+        let (time, lo, hi) = match from_s {
+            None => (TimeRange::ALL, i64::MIN, i64::MAX),
+            Some(f) => {
+                let (a, b) = if aligned {
+                    (T0 + (f / 60) * MINUTE, T0 + ((f + len_s) / 60 + 1) * MINUTE)
+                } else {
+                    (T0 + f * sec + 17, T0 + (f + len_s) * sec + 3)
+                };
+                (TimeRange::new(UnixNanos(a), UnixNanos(b)).unwrap(), a, b)
+            }
+        };
+        let mut plan = Plan::new(TenantId::new("t").unwrap(), Signal::Spans, time);
+        // 0..3: one model; 3: every span with a model.
+        match model_pred {
+            Some(3) => plan.predicates.push(Predicate::Attr(
+                Matcher::new("gen_ai.request.model", sightline_storage::MatchOp::NotEq, "").unwrap(),
+            )),
+            Some(m) => plan.predicates.push(Predicate::Attr(Matcher::eq("gen_ai.request.model", MODELS[m]))),
+            None => {}
+        }
+        if error_only {
+            plan.predicates.push(Predicate::Attr(Matcher::eq("status", "error")));
+        }
+        plan.group_by.push(GroupBy::Key("gen_ai.request.model".into()));
+        if by_service {
+            plan.group_by.push(GroupBy::Key("service.name".into()));
+        }
+        if by_status {
+            plan.group_by.push(GroupBy::Key("status".into()));
+        }
+        if let Some(b) = bucket_min {
+            plan.group_by.push(GroupBy::Time(b * MINUTE));
+        }
+        let agg = |func, field: Option<&str>| Aggregate { func, field: field.map(str::to_owned) };
+        plan.aggregates = vec![
+            agg(AggFunc::Count, None),
+            agg(AggFunc::Sum, Some("gen_ai.usage.input_tokens")),
+            agg(AggFunc::Avg, Some("duration")),
+            agg(AggFunc::Min, Some("duration")),
+            agg(AggFunc::Max, Some("gen_ai.usage.input_tokens")),
+            agg(AggFunc::ErrorRatio, None),
+            agg(AggFunc::Rate, None),
+        ];
+        let got = execute(&store, &plan).unwrap();
+
+        type Key = (String, String, String, i64);
+        let mut want: BTreeMap<Key, Vec<&SpanRecord>> = BTreeMap::new();
+        for s in &all {
+            if s.start.0 < lo || s.start.0 >= hi { continue; }
+            let model = s.gen_ai.request_model.clone().unwrap_or_default();
+            match model_pred {
+                Some(3) if model.is_empty() => continue,
+                Some(m) if m < 3 && model != MODELS[m] => continue,
+                _ => {}
+            }
+            if error_only && s.status_code != StatusCode::Error { continue; }
+            let service = if by_service { s.service_name.clone() } else { String::new() };
+            let status = if by_status { s.status_code.as_str().to_owned() } else { String::new() };
+            let bucket = bucket_min.map_or(0, |b| s.start.0.div_euclid(b * MINUTE) * b * MINUTE);
+            want.entry((model, service, status, bucket)).or_default().push(s);
+        }
+        prop_assert_eq!(got.rows.len(), want.len());
+        for (row, ((model, service, status, bucket), ss)) in got.rows.iter().zip(&want) {
+            let mut c = 0;
+            prop_assert_eq!(&row[c], &Cell::Str(model.clone()));
+            c += 1;
+            if by_service { prop_assert_eq!(&row[c], &Cell::Str(service.clone())); c += 1; }
+            if by_status { prop_assert_eq!(&row[c], &Cell::Str(status.clone())); c += 1; }
+            if bucket_min.is_some() { prop_assert_eq!(&row[c], &Cell::Int(*bucket)); c += 1; }
+            prop_assert_eq!(&row[c], &Cell::Int(ss.len() as i64));
+            let toks: Vec<i64> = ss.iter().filter_map(|s| s.gen_ai.input_tokens).collect();
+            if toks.is_empty() {
+                prop_assert_eq!(&row[c + 1], &Cell::Null);
+                prop_assert_eq!(&row[c + 4], &Cell::Null);
+            } else {
+                prop_assert_eq!(row[c + 1].as_f64().unwrap(), toks.iter().sum::<i64>() as f64);
+                prop_assert_eq!(row[c + 4].as_f64().unwrap(), *toks.iter().max().unwrap() as f64);
+            }
+            let durs: Vec<i64> = ss.iter().map(|s| s.end.0 - s.start.0).collect();
+            let avg = durs.iter().sum::<i64>() as f64 / durs.len() as f64;
+            prop_assert!((row[c + 2].as_f64().unwrap() - avg).abs() <= 1e-9 * avg);
+            prop_assert_eq!(row[c + 3].as_f64().unwrap(), *durs.iter().min().unwrap() as f64);
+            let errs = ss.iter().filter(|s| s.status_code == StatusCode::Error).count();
+            prop_assert!((row[c + 5].as_f64().unwrap() - errs as f64 / ss.len() as f64).abs() < 1e-12);
+            // Rate divides by the bucket, else the range, else the rows' own time span.
+            let secs = match (bucket_min, from_s) {
+                (Some(b), _) => (b * MINUTE) as f64 / 1e9,
+                (None, Some(_)) => (hi - lo) as f64 / 1e9,
+                (None, None) => {
+                    let (mut a, mut b) = (i64::MAX, i64::MIN);
+                    for s in &all {
+                        let m = s.gen_ai.request_model.clone().unwrap_or_default();
+                        let keep = match model_pred {
+                            Some(3) => !m.is_empty(),
+                            Some(k) => m == MODELS[k],
+                            None => true,
+                        } && (!error_only || s.status_code == StatusCode::Error);
+                        if keep { a = a.min(s.start.0); b = b.max(s.start.0); }
+                    }
+                    if b > a { (b - a) as f64 / 1e9 } else { 1.0 }
+                }
+            };
+            let rate = ss.len() as f64 / secs;
+            prop_assert!((row[c + 6].as_f64().unwrap() - rate).abs() <= 1e-9 * rate);
+        }
+        if time == TimeRange::ALL && !keep_last {
+            prop_assert_eq!(got.explain.scan.segments_from_rollup, got.explain.scan.segments_total);
+            prop_assert_eq!(got.explain.rows_scanned, 0);
+        }
+    }
+}
+
+/// A plan over whole minutes of flushed spans reads rollups, not rows; one that needs the rows
+/// (a quantile, a numeric filter, a non-rollup key) reads the rows; both agree.
+#[test]
+fn explain_shows_rollups() {
+    let all = spans(11, 20_000);
+    let (_d, store) = store_in_parts(&all, 2, false);
+    let t = TenantId::new("t").unwrap();
+    let mut plan = Plan::new(t, Signal::Spans, range(10, 70));
+    plan.group_by = vec![GroupBy::Key("service.name".into())];
+    plan.aggregates = vec![
+        Aggregate {
+            func: AggFunc::Count,
+            field: None,
+        },
+        Aggregate {
+            func: AggFunc::ErrorRatio,
+            field: None,
+        },
+    ];
+    let fast = execute(&store, &plan).unwrap();
+    // Two flushes over three hourly partitions: every segment the range touches.
+    assert!(
+        fast.explain.scan.segments_from_rollup >= 2,
+        "{:?}",
+        fast.explain
+    );
+    assert_eq!(fast.explain.scan.segments_read, 0);
+    assert_eq!(fast.explain.rows_scanned, 0);
+    assert_eq!(fast.explain.scan.rows_decoded, 0);
+    let spans_in = all
+        .iter()
+        .filter(|s| s.start.0 >= T0 + 10 * MINUTE && s.start.0 < T0 + 70 * MINUTE)
+        .count() as u64;
+    assert_eq!(fast.explain.scan.rollup_spans, spans_in);
+    // 3 services x 4 models x 2 statuses per minute and segment, for ~110 spans a minute.
+    assert!(
+        fast.explain.rollup_rows < spans_in / 3,
+        "{:?}",
+        fast.explain
+    );
+    // The same question through a filter that keeps every span reads the rows.
+    let mut slow_plan = plan.clone();
+    slow_plan.filters.push(FieldFilter {
+        field: "duration".into(),
+        op: CmpOp::Ge,
+        value: 0.0,
+    });
+    let slow = execute(&store, &slow_plan).unwrap();
+    assert_eq!(slow.explain.scan.segments_from_rollup, 0);
+    assert_eq!(slow.explain.rows_scanned, spans_in);
+    assert_eq!(fast.rows, slow.rows);
+    // A range cutting through minutes reads the rows of the segments it cuts.
+    let mut cut = plan.clone();
+    cut.time = TimeRange::new(
+        UnixNanos(T0 + 10 * MINUTE + MINUTE / 2),
+        UnixNanos(T0 + 70 * MINUTE),
+    )
+    .unwrap();
+    let cut = execute(&store, &cut).unwrap();
+    assert!(cut.explain.scan.segments_read >= 1, "{:?}", cut.explain);
+}
+
 /// Postings prune: a filter on one user reads fewer rows than the whole segment holds, and the
 /// explain says so.
 #[test]

@@ -25,6 +25,7 @@ pub mod memtable;
 pub mod model;
 pub mod postings;
 pub mod predicate;
+pub mod rollup;
 pub mod schema;
 pub mod segment;
 pub mod series;

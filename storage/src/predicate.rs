@@ -130,6 +130,10 @@ pub struct ScanRequest {
     pub predicates: Vec<Predicate>,
     /// Columns to return (all when `None`); predicate columns need not be included.
     pub projection: Option<Vec<String>>,
+    /// Spans: let segments answer from their rollups where that is exact (see
+    /// [`crate::rollup`]); their rows come back in [`crate::ScanResult::rollups`] with the
+    /// rollup schema, the other segments' rows in `batches` as usual.
+    pub rollups: bool,
 }
 
 impl ScanRequest {
@@ -141,6 +145,7 @@ impl ScanRequest {
             time,
             predicates: Vec::new(),
             projection: None,
+            rollups: false,
         }
     }
 

@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! data/<tenant>/<signal>/<partition>/<segment-id>/
-//!     data.parquet    rows, sorted (spans: service, start; logs: time; samples: series, time)
+//!     data.parquet    rows, sorted (spans: trace id, start; logs: time; samples: series, time)
 //!     series.parquet  samples only: the series present (id, name, kind, unit, help, labels)
 //!     postings.bin    key=value -> roaring row bitmaps
+//!     rollup.parquet  spans only: per-minute aggregates by service, model, status... (rollup.rs)
 //!     text/           logs only: tantivy index of bodies
 //!     meta.json       SegmentMeta (time range, rows, file checksums)
 //! ```
@@ -16,8 +17,8 @@ pub(crate) mod scan;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::{Array, RecordBatch, TimestampMillisecondArray, TimestampNanosecondArray};
 use arrow_buffer::ScalarBuffer;
@@ -95,6 +96,9 @@ pub struct Segment {
     blooms: Vec<Option<Sbbf>>,
     /// Series present (samples).
     series: Vec<Arc<SeriesDef>>,
+    /// Whether the segment has a rollup file (spans), and its rows once read.
+    has_rollup: bool,
+    rollup: OnceLock<RecordBatch>,
     /// Set once the manifest no longer names the segment; the directory is deleted when the last
     /// reader lets go.
     obsolete: AtomicBool,
@@ -214,6 +218,10 @@ impl Segment {
         } else {
             Vec::new()
         };
+        let has_rollup = meta
+            .files
+            .iter()
+            .any(|f| f.name == crate::rollup::ROLLUP_FILE);
         Ok(Self {
             meta,
             dir,
@@ -223,8 +231,40 @@ impl Segment {
             text,
             blooms,
             series,
+            has_rollup,
+            rollup: OnceLock::new(),
             obsolete: AtomicBool::new(false),
         })
+    }
+
+    /// The segment's rollup (spans; see [`crate::rollup`]), read on first use and kept;
+    /// `None` when the segment has none.
+    pub fn rollup(&self) -> Result<Option<&RecordBatch>> {
+        if !self.has_rollup {
+            return Ok(None);
+        }
+        if let Some(r) = self.rollup.get() {
+            return Ok(Some(r));
+        }
+        let path = self.dir.join(crate::rollup::ROLLUP_FILE);
+        let file = std::fs::File::open(&path).at(&path)?;
+        let corrupt = |e: String| StorageError::corruption(&path, e);
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|b| b.build())
+            .map_err(|e| corrupt(e.to_string()))?;
+        let batches = reader
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| corrupt(e.to_string()))?;
+        let schema = crate::rollup::SCHEMA.clone();
+        if batches
+            .iter()
+            .any(|b| b.schema().fields() != schema.fields())
+        {
+            return Err(corrupt("rollup schema differs from this build's".into()));
+        }
+        let all = arrow_select::concat::concat_batches(&schema, &batches)
+            .map_err(|e| corrupt(e.to_string()))?;
+        Ok(Some(self.rollup.get_or_init(|| all)))
     }
 
     /// The segment's metadata.

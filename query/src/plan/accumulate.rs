@@ -4,10 +4,11 @@
 
 use std::cmp::Ordering;
 
-use arrow_array::{Array, RecordBatch, UInt8Array};
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, UInt8Array, UInt64Array};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use sightline_storage::model::StatusCode;
+use sightline_storage::rollup::{self, Part};
 use sightline_storage::schema::col;
 
 use super::fields::{KeyCol, NumCol, numeric_field, times};
@@ -136,6 +137,47 @@ impl AccCol {
         }
     }
 
+    /// Folds rollup rows: `gids[i]` is rollup row i's group, `r` its columns for this
+    /// aggregate.
+    fn update_rollup(&mut self, gids: &[u32], r: &RollupCols<'_>) {
+        let weights = r.rows.values();
+        match self {
+            AccCol::Count(c) => {
+                for (&g, &w) in gids.iter().zip(weights.iter()) {
+                    c[g as usize] += w;
+                }
+            }
+            AccCol::Errors { errors, total } => {
+                let code = StatusCode::Error as u8;
+                for (i, (&g, &w)) in gids.iter().zip(weights.iter()).enumerate() {
+                    total[g as usize] += w;
+                    if r.status.is_some_and(|s| s.value(i) == code) {
+                        errors[g as usize] += w;
+                    }
+                }
+            }
+            _ => {
+                let Some(m) = &r.measure else { return };
+                for (i, &g) in gids.iter().enumerate() {
+                    let n = m.count.value(i);
+                    if n == 0 {
+                        continue;
+                    }
+                    let g = g as usize;
+                    match self {
+                        AccCol::Sum { sum, n: count } => {
+                            sum[g] += m.sum.value(i);
+                            count[g] += n;
+                        }
+                        AccCol::Min(v) => v[g] = v[g].min(m.min.value(i)),
+                        AccCol::Max(v) => v[g] = v[g].max(m.max.value(i)),
+                        AccCol::Values(_) | AccCol::Count(_) | AccCol::Errors { .. } => {}
+                    }
+                }
+            }
+        }
+    }
+
     fn finish(&mut self, f: AggFunc, g: usize, seconds: f64) -> Cell {
         match (f, self) {
             (AggFunc::Count, AccCol::Count(n)) => Cell::Int(n[g] as i64),
@@ -158,6 +200,52 @@ impl AccCol {
 
 /// Group id of a row that did not pass the filters.
 const SKIP: u32 = u32::MAX;
+
+/// The parts of one measure in a rollup batch.
+struct MeasureCols<'a> {
+    count: &'a UInt64Array,
+    sum: &'a Float64Array,
+    min: &'a Float64Array,
+    max: &'a Float64Array,
+}
+
+/// What one aggregate reads of a rollup batch.
+struct RollupCols<'a> {
+    /// Spans per rollup row.
+    rows: &'a UInt64Array,
+    status: Option<&'a UInt8Array>,
+    measure: Option<MeasureCols<'a>>,
+}
+
+fn rollup_col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
+    batch
+        .column_by_name(name)
+        .and_then(|a| a.as_any().downcast_ref::<T>())
+        .ok_or_else(|| {
+            QueryError::Execution(format!("rollup column {name} missing or of another type"))
+        })
+}
+
+impl<'a> RollupCols<'a> {
+    fn new(batch: &'a RecordBatch, measure: Option<&str>) -> Result<Self> {
+        let measure = match measure {
+            Some(m) => Some(MeasureCols {
+                count: rollup_col(batch, &rollup::measure_column(m, Part::Count))?,
+                sum: rollup_col(batch, &rollup::measure_column(m, Part::Sum))?,
+                min: rollup_col(batch, &rollup::measure_column(m, Part::Min))?,
+                max: rollup_col(batch, &rollup::measure_column(m, Part::Max))?,
+            }),
+            None => None,
+        };
+        Ok(Self {
+            rows: rollup_col(batch, rollup::ROWS)?,
+            status: batch
+                .column_by_name(col::STATUS_CODE)
+                .and_then(|a| a.as_any().downcast_ref()),
+            measure,
+        })
+    }
+}
 
 /// Quantile with linear interpolation between closest ranks (Prometheus' `quantile`).
 fn quantile(v: &mut [f64], q: f64) -> f64 {
@@ -262,8 +350,9 @@ impl Interner {
     }
 }
 
-/// Runs the in-memory half of `plan` over the scanned batches.
-pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
+/// Runs the in-memory half of `plan` over the scanned batches and the rollup rows that stand
+/// for the spans of segments answered from their rollups.
+pub(super) fn run(plan: &Plan, batches: &[RecordBatch], rollups: &[RecordBatch]) -> Result<Table> {
     let mut explain = Explain::default();
     if plan.aggregates.is_empty() {
         return top_rows(plan, batches, explain);
@@ -291,10 +380,28 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
     let mut ids: Vec<Vec<u32>> = vec![Vec::new(); plan.group_by.len()];
     let mut t_min = i64::MAX;
     let mut t_max = i64::MIN;
-    for batch in batches {
+    let sources = batches
+        .iter()
+        .map(|b| (b, false))
+        .chain(rollups.iter().map(|b| (b, true)));
+    for (batch, is_rollup) in sources {
         let n = batch.num_rows();
-        explain.rows_scanned += n as u64;
-        let keep = filter_mask(plan, batch)?;
+        let keep = if is_rollup {
+            explain.rollup_rows += n as u64;
+            None
+        } else {
+            explain.rows_scanned += n as u64;
+            filter_mask(plan, batch)?
+        };
+        // A rollup row's extent, for rates over the rows' own time span.
+        let extent: Option<(&Int64Array, &Int64Array)> = if is_rollup {
+            Some((
+                rollup_col(batch, rollup::TIME_MIN)?,
+                rollup_col(batch, rollup::TIME_MAX)?,
+            ))
+        } else {
+            None
+        };
         let ts = if plan.needs_time() {
             Some(times(batch, plan.signal)?)
         } else {
@@ -323,10 +430,14 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
                 }
             }
         }
-        let nums: Vec<Option<NumCol<'_>>> = agg_fields
-            .iter()
-            .map(|c| c.map(|c| NumCol::new(batch, c)).transpose())
-            .collect::<Result<_>>()?;
+        let nums: Vec<Option<NumCol<'_>>> = if is_rollup {
+            Vec::new()
+        } else {
+            agg_fields
+                .iter()
+                .map(|c| c.map(|c| NumCol::new(batch, c)).transpose())
+                .collect::<Result<_>>()?
+        };
         let status: Option<&UInt8Array> = if plan
             .aggregates
             .iter()
@@ -345,7 +456,10 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
                 gids.push(SKIP);
                 continue;
             }
-            if let Some(ts) = ts {
+            if let Some((lo, hi)) = extent {
+                t_min = t_min.min(lo.value(i));
+                t_max = t_max.max(hi.value(i));
+            } else if let Some(ts) = ts {
                 let t = ts.value(i);
                 t_min = t_min.min(t);
                 t_max = t_max.max(t);
@@ -372,6 +486,12 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch]) -> Result<Table> {
                 }
             };
             gids.push(g);
+        }
+        if is_rollup {
+            for (acc, field) in accs.iter_mut().zip(&agg_fields) {
+                acc.update_rollup(&gids, &RollupCols::new(batch, *field)?);
+            }
+            continue;
         }
         explain.rows_filtered += gids.iter().filter(|g| **g != SKIP).count() as u64;
         // Pass 2: each aggregate over the whole batch.

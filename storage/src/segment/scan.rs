@@ -33,6 +33,12 @@ pub struct ScanStats {
     pub segments_pruned_by_index: usize,
     /// Segments whose rows were read.
     pub segments_read: usize,
+    /// Segments answered from their rollup instead of their rows.
+    pub segments_from_rollup: usize,
+    /// Rollup rows returned (each summarises the spans of one minute and key combination).
+    pub rollup_rows: u64,
+    /// Spans those rollup rows summarise.
+    pub rollup_spans: u64,
     /// Row groups in segments that were not pruned.
     pub row_groups_total: usize,
     /// Row groups read.
@@ -54,6 +60,9 @@ impl ScanStats {
         self.segments_pruned_by_time += o.segments_pruned_by_time;
         self.segments_pruned_by_index += o.segments_pruned_by_index;
         self.segments_read += o.segments_read;
+        self.segments_from_rollup += o.segments_from_rollup;
+        self.rollup_rows += o.rollup_rows;
+        self.rollup_spans += o.rollup_spans;
         self.row_groups_total += o.row_groups_total;
         self.row_groups_read += o.row_groups_read;
         self.rows_decoded += o.rows_decoded;
@@ -72,6 +81,9 @@ pub(crate) struct CompiledScan<'a> {
     pub read_columns: Vec<usize>,
     /// Output columns, by name, in the requested order.
     pub output: Vec<String>,
+    /// Whether segments may answer from their rollups: asked for, spans, and every predicate
+    /// an attribute matcher on a rollup key column.
+    pub rollup_ok: bool,
 }
 
 impl<'a> CompiledScan<'a> {
@@ -106,11 +118,19 @@ impl<'a> CompiledScan<'a> {
             .filter(|(_, f)| needed.contains(f.name().as_str()))
             .map(|(i, _)| i)
             .collect();
+        let rollup_ok = req.rollups
+            && req.signal == Signal::Spans
+            && req.predicates.iter().all(|p| match p {
+                Predicate::Attr(m) => schema::promoted_column(Signal::Spans, &m.key)
+                    .is_some_and(crate::rollup::is_key),
+                _ => false,
+            });
         Ok(Self {
             req,
             series_filter,
             read_columns,
             output,
+            rollup_ok,
         })
     }
 
@@ -258,6 +278,60 @@ fn intersect(acc: &mut Option<RoaringBitmap>, rows: RoaringBitmap) {
 }
 
 impl Segment {
+    /// The rollup rows of this segment that summarise exactly the spans satisfying `c`, or
+    /// `None` when the rows must be read instead: rollups not allowed for `c`, no rollup, or a
+    /// rollup row that straddles the time range.
+    pub(crate) fn scan_rollup(
+        &self,
+        c: &CompiledScan<'_>,
+        stats: &mut ScanStats,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        if !c.rollup_ok {
+            return Ok(None);
+        }
+        let req = c.req;
+        if !req
+            .time
+            .overlaps_closed(self.meta.min_time, self.meta.max_time)
+        {
+            stats.segments_total += 1;
+            stats.segments_pruned_by_time += 1;
+            return Ok(Some(Vec::new()));
+        }
+        let Some(rollup) = self.rollup()? else {
+            return Ok(None);
+        };
+        let mut masks = Vec::new();
+        if req.time != TimeRange::ALL {
+            let mut keep = Vec::with_capacity(rollup.num_rows());
+            for p in crate::rollup::place(rollup, req.time)? {
+                match p {
+                    crate::rollup::Placement::Straddles => return Ok(None),
+                    p => keep.push(Some(p == crate::rollup::Placement::Inside)),
+                }
+            }
+            masks.push(BooleanArray::from(keep));
+        }
+        for m in c.matchers() {
+            masks.push(predicate::eval_matcher(rollup, Signal::Spans, m)?);
+        }
+        stats.segments_total += 1;
+        stats.segments_from_rollup += 1;
+        let rows = match predicate::and_all(masks, rollup.num_rows())? {
+            Some(mask) if mask.true_count() == 0 => return Ok(Some(Vec::new())),
+            Some(mask) => arrow_select::filter::filter_record_batch(rollup, &mask)?,
+            None => rollup.clone(),
+        };
+        stats.rollup_rows += rows.num_rows() as u64;
+        if let Some(n) = rows
+            .column_by_name(crate::rollup::ROWS)
+            .and_then(|a| a.as_any().downcast_ref::<arrow_array::UInt64Array>())
+        {
+            stats.rollup_spans += n.values().iter().sum::<u64>();
+        }
+        Ok(Some(vec![rows]))
+    }
+
     /// Rows of this segment that satisfy `c`, after pruning.
     pub(crate) fn scan(
         &self,

@@ -373,6 +373,15 @@ pub(crate) fn write_segment(
     let postings = postings.finish();
     fs::write(dir.join(POSTINGS_FILE), postings.encode()).at(dir.join(POSTINGS_FILE))?;
 
+    if signal == Signal::Spans
+        && let Some(rollup) = crate::rollup::build(&sorted)?
+    {
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(opts.zstd_level)?))
+            .build();
+        write_parquet(&dir.join(crate::rollup::ROLLUP_FILE), &rollup, props)?;
+    }
+
     if signal == Signal::Logs {
         let bodies = columnar::decode_column::<StringArray>(&sorted, col::BODY)?;
         TextIndex::build(

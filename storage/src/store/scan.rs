@@ -18,6 +18,10 @@ use crate::types::Signal;
 pub struct ScanResult {
     /// Matching rows with the requested columns. Batches carry no particular order.
     pub batches: Vec<RecordBatch>,
+    /// With [`ScanRequest::rollups`]: rollup rows (schema [`crate::rollup::SCHEMA`]) standing
+    /// for the matching spans of the segments that answered from their rollup; those spans are
+    /// not in `batches`.
+    pub rollups: Vec<RecordBatch>,
     /// Pruning statistics.
     pub stats: ScanStats,
     /// Segments that could not be read and were quarantined during this scan.
@@ -89,7 +93,8 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
     )) {
         result.stats.add(&stats);
         match res {
-            Ok(batches) if req.signal == Signal::Samples => {
+            Ok(SegmentRows::Rollup(batches)) => result.rollups.extend(batches),
+            Ok(SegmentRows::Rows(batches)) if req.signal == Signal::Samples => {
                 if !batches.is_empty() {
                     sources.push(Source {
                         min: seg.meta().min_time,
@@ -99,7 +104,7 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
                     });
                 }
             }
-            Ok(batches) => result.batches.extend(batches),
+            Ok(SegmentRows::Rows(batches)) => result.batches.extend(batches),
             Err(StorageError::Corruption { path, detail }) => {
                 let msg = format!(
                     "segment {} unreadable ({}: {detail}); quarantined",
@@ -174,8 +179,16 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
     Ok(result)
 }
 
+/// What one segment answered with.
+enum SegmentRows {
+    /// Its matching rows.
+    Rows(Vec<RecordBatch>),
+    /// Rollup rows standing for its matching spans.
+    Rollup(Vec<RecordBatch>),
+}
+
 /// What reading one segment gave.
-type SegmentRead = (Result<Vec<RecordBatch>>, ScanStats);
+type SegmentRead = (Result<SegmentRows>, ScanStats);
 
 /// Reads every segment, on up to `threads` threads (segments are independent files), and
 /// returns the results in segment order, so the answer does not depend on the thread count.
@@ -186,7 +199,11 @@ fn read_segments(
 ) -> Vec<SegmentRead> {
     let read = |seg: &Segment| {
         let mut stats = ScanStats::default();
-        let res = seg.scan(compiled, &mut stats);
+        let res = match seg.scan_rollup(compiled, &mut stats) {
+            Ok(Some(rows)) => Ok(SegmentRows::Rollup(rows)),
+            Ok(None) => seg.scan(compiled, &mut stats).map(SegmentRows::Rows),
+            Err(e) => Err(e),
+        };
         (res, stats)
     };
     let threads = threads.min(segments.len());

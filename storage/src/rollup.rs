@@ -1,0 +1,464 @@
+//! Span rollups: per segment, the spans pre-aggregated by minute and by the keys RED and LLM
+//! dashboards group by, written next to the rows as plain Parquet (`rollup.parquet`).
+//!
+//! One rollup row holds, for one minute bucket (by span start) and one combination of
+//! `service.name`, span name, span kind, status, `gen_ai.operation.name`,
+//! `gen_ai.provider.name` and `gen_ai.request.model`: the number of spans, the smallest and
+//! largest start time among them, and for every numeric column in [`MEASURES`] the count of
+//! non-null values, their sum, minimum and maximum. Key columns carry the span schema's names
+//! and exact values (nulls stay null), so predicates evaluate on rollup rows exactly as on the
+//! spans they summarise.
+//!
+//! A scan that asks for rollups ([`crate::ScanRequest::rollups`]) reads a segment's rollup
+//! instead of its rows when every predicate addresses a key column and every rollup row lies
+//! wholly inside or wholly outside the time range (judged by its own smallest and largest start
+//! time, so ranges need not be minute-aligned); otherwise the segment's rows are read as usual.
+//! Counts, sums, minima, maxima, error ratios and rates computed from rollup rows equal the same
+//! aggregates over the rows (sums up to floating-point association); quantiles need the rows.
+//!
+//! A segment whose spans form so many groups that a rollup would not be much smaller than the
+//! rows gets none, and is always read row by row.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow_array::builder::{Float64Builder, StringBuilder};
+use arrow_array::{
+    Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray,
+    UInt8Array, UInt64Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use rustc_hash::FxHashMap;
+
+use crate::error::{Result, StorageError};
+use crate::schema::col;
+
+/// File name of a segment's rollup.
+pub const ROLLUP_FILE: &str = "rollup.parquet";
+
+/// Width of a rollup bucket: one minute.
+pub const BUCKET_NANOS: i64 = 60_000_000_000;
+
+/// Spans per segment below which a rollup is always written; above, only when it has at most
+/// half as many rows as the segment.
+const ALWAYS_BELOW_GROUPS: usize = 1024;
+
+/// Rollup column: spans in the row.
+pub const ROWS: &str = "rollup_rows";
+/// Rollup column: smallest span start in the row (ns).
+pub const TIME_MIN: &str = "rollup_time_min";
+/// Rollup column: largest span start in the row (ns).
+pub const TIME_MAX: &str = "rollup_time_max";
+
+/// Span string columns a rollup groups by.
+pub const STRING_KEYS: [&str; 5] = [
+    col::SERVICE_NAME,
+    col::SPAN_NAME,
+    col::GEN_AI_OPERATION,
+    col::GEN_AI_PROVIDER,
+    col::GEN_AI_REQUEST_MODEL,
+];
+
+/// Span code columns a rollup groups by.
+pub const CODE_KEYS: [&str; 2] = [col::SPAN_KIND, col::STATUS_CODE];
+
+/// Numeric span columns a rollup summarises.
+pub const MEASURES: [&str; 11] = [
+    col::DURATION,
+    col::GEN_AI_INPUT_TOKENS,
+    col::GEN_AI_OUTPUT_TOKENS,
+    col::GEN_AI_TOTAL_TOKENS,
+    col::GEN_AI_CACHE_READ_TOKENS,
+    col::GEN_AI_COST,
+    col::GEN_AI_TEMPERATURE,
+    col::ENTROPY_MEAN,
+    col::ENTROPY_MAX,
+    col::LOW_CONFIDENCE_TOKENS,
+    col::HALLUCINATION_INDEX,
+];
+
+/// What a rollup keeps of a measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Non-null values (`UInt64`).
+    Count,
+    /// Their sum (`Float64`).
+    Sum,
+    /// Their minimum (`Float64`, null when there are none).
+    Min,
+    /// Their maximum (`Float64`, null when there are none).
+    Max,
+}
+
+impl Part {
+    const ALL: [Part; 4] = [Part::Count, Part::Sum, Part::Min, Part::Max];
+
+    fn suffix(self) -> &'static str {
+        match self {
+            Part::Count => "count",
+            Part::Sum => "sum",
+            Part::Min => "min",
+            Part::Max => "max",
+        }
+    }
+}
+
+/// The rollup column holding `part` of measure `column` (`duration__sum`).
+pub fn measure_column(column: &str, part: Part) -> String {
+    format!("{column}__{}", part.suffix())
+}
+
+/// Whether `column` (a span column) is a rollup key.
+pub fn is_key(column: &str) -> bool {
+    STRING_KEYS.contains(&column) || CODE_KEYS.contains(&column)
+}
+
+/// Whether `column` (a span column) is summarised by rollups.
+pub fn is_measure(column: &str) -> bool {
+    MEASURES.contains(&column)
+}
+
+/// The schema of rollup files.
+pub static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let mut fields = vec![Field::new(
+        col::START_TIME,
+        DataType::Timestamp(TimeUnit::Nanosecond, None),
+        false,
+    )];
+    let span = crate::schema::of(crate::types::Signal::Spans);
+    for k in STRING_KEYS.iter().chain(CODE_KEYS.iter()) {
+        if let Ok(f) = span.field_with_name(k) {
+            fields.push(f.clone());
+        }
+    }
+    fields.push(Field::new(ROWS, DataType::UInt64, false));
+    fields.push(Field::new(TIME_MIN, DataType::Int64, false));
+    fields.push(Field::new(TIME_MAX, DataType::Int64, false));
+    for m in MEASURES {
+        for p in Part::ALL {
+            let (t, nullable) = match p {
+                Part::Count => (DataType::UInt64, false),
+                Part::Sum => (DataType::Float64, false),
+                Part::Min | Part::Max => (DataType::Float64, true),
+            };
+            fields.push(Field::new(measure_column(m, p), t, nullable));
+        }
+    }
+    Arc::new(Schema::new(fields))
+});
+
+/// Running sums of one measure, per group.
+#[derive(Default)]
+struct MeasureAcc {
+    count: Vec<u64>,
+    sum: Vec<f64>,
+    min: Vec<f64>,
+    max: Vec<f64>,
+}
+
+/// A numeric span column read as `f64` per row.
+enum Num<'a> {
+    I64(&'a Int64Array),
+    F64(&'a Float64Array),
+}
+
+impl Num<'_> {
+    #[inline]
+    fn get(&self, i: usize) -> Option<f64> {
+        match self {
+            Num::I64(a) => a.is_valid(i).then(|| a.value(i) as f64),
+            Num::F64(a) => a.is_valid(i).then(|| a.value(i)),
+        }
+    }
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
+    batch
+        .column_by_name(name)
+        .and_then(|a| a.as_any().downcast_ref::<T>())
+        .ok_or_else(|| StorageError::InvalidInput(format!("span batch lacks column {name}")))
+}
+
+/// Builds the rollup of a batch of spans (any order); `None` when the spans form too many
+/// groups for a rollup to pay (see the module doc).
+pub fn build(spans: &RecordBatch) -> Result<Option<RecordBatch>> {
+    let n = spans.num_rows();
+    let starts: &TimestampNanosecondArray = column(spans, col::START_TIME)?;
+    let strings: Vec<&StringArray> = STRING_KEYS
+        .iter()
+        .map(|k| column(spans, k))
+        .collect::<Result<_>>()?;
+    let codes: Vec<&UInt8Array> = CODE_KEYS
+        .iter()
+        .map(|k| column(spans, k))
+        .collect::<Result<_>>()?;
+    let nums: Vec<Num<'_>> = MEASURES
+        .iter()
+        .map(|m| {
+            let a = spans
+                .column_by_name(m)
+                .ok_or_else(|| StorageError::InvalidInput(format!("span batch lacks {m}")))?;
+            if let Some(a) = a.as_any().downcast_ref::<Int64Array>() {
+                Ok(Num::I64(a))
+            } else if let Some(a) = a.as_any().downcast_ref::<Float64Array>() {
+                Ok(Num::F64(a))
+            } else {
+                Err(StorageError::InvalidInput(format!("{m} is not numeric")))
+            }
+        })
+        .collect::<Result<_>>()?;
+
+    // Each string key column interned to small ids (u32::MAX: null), per row.
+    let mut interned: Vec<(Vec<u32>, Vec<Option<&str>>)> = Vec::with_capacity(strings.len());
+    for a in &strings {
+        let mut ids: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut values: Vec<Option<&str>> = Vec::new();
+        let mut row_ids = Vec::with_capacity(n);
+        let mut last: Option<(&str, u32)> = None;
+        for i in 0..n {
+            if a.is_null(i) {
+                row_ids.push(u32::MAX);
+                continue;
+            }
+            let s = a.value(i);
+            let id = match last {
+                Some((l, id)) if l == s => id,
+                _ => *ids.entry(s).or_insert_with(|| {
+                    values.push(Some(s));
+                    (values.len() - 1) as u32
+                }),
+            };
+            last = Some((s, id));
+            row_ids.push(id);
+        }
+        interned.push((row_ids, values));
+    }
+
+    type Key = (i64, [u32; 5], [u8; 2]);
+    let mut groups: FxHashMap<Key, u32> = FxHashMap::default();
+    let mut keys: Vec<Key> = Vec::new();
+    let mut rows: Vec<u64> = Vec::new();
+    let mut t_min: Vec<i64> = Vec::new();
+    let mut t_max: Vec<i64> = Vec::new();
+    let mut gids: Vec<u32> = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = starts.value(i);
+        let mut s = [0u32; 5];
+        for (k, (ids, _)) in interned.iter().enumerate() {
+            s[k] = ids[i];
+        }
+        let key: Key = (
+            t.div_euclid(BUCKET_NANOS),
+            s,
+            [codes[0].value(i), codes[1].value(i)],
+        );
+        let g = *groups.entry(key).or_insert_with(|| {
+            keys.push(key);
+            rows.push(0);
+            t_min.push(i64::MAX);
+            t_max.push(i64::MIN);
+            (keys.len() - 1) as u32
+        });
+        let gu = g as usize;
+        rows[gu] += 1;
+        t_min[gu] = t_min[gu].min(t);
+        t_max[gu] = t_max[gu].max(t);
+        gids.push(g);
+    }
+    let g = keys.len();
+    if g > ALWAYS_BELOW_GROUPS && g * 2 > n {
+        return Ok(None);
+    }
+    let mut measures: Vec<MeasureAcc> = Vec::with_capacity(nums.len());
+    for num in &nums {
+        let mut acc = MeasureAcc {
+            count: vec![0; g],
+            sum: vec![0.0; g],
+            min: vec![f64::INFINITY; g],
+            max: vec![f64::NEG_INFINITY; g],
+        };
+        for (i, &gid) in gids.iter().enumerate() {
+            if let Some(v) = num.get(i) {
+                let gu = gid as usize;
+                acc.count[gu] += 1;
+                acc.sum[gu] += v;
+                acc.min[gu] = acc.min[gu].min(v);
+                acc.max[gu] = acc.max[gu].max(v);
+            }
+        }
+        measures.push(acc);
+    }
+
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(SCHEMA.fields().len());
+    columns.push(Arc::new(TimestampNanosecondArray::from_iter_values(
+        keys.iter().map(|k| k.0.saturating_mul(BUCKET_NANOS)),
+    )));
+    for (k, (_, values)) in interned.iter().enumerate() {
+        let mut b = StringBuilder::new();
+        for key in &keys {
+            match values.get(key.1[k] as usize).copied().flatten() {
+                Some(v) => b.append_value(v),
+                None => b.append_null(),
+            }
+        }
+        columns.push(Arc::new(b.finish()));
+    }
+    for c in 0..CODE_KEYS.len() {
+        columns.push(Arc::new(UInt8Array::from_iter_values(
+            keys.iter().map(|k| k.2[c]),
+        )));
+    }
+    columns.push(Arc::new(UInt64Array::from(rows)));
+    columns.push(Arc::new(Int64Array::from(t_min)));
+    columns.push(Arc::new(Int64Array::from(t_max)));
+    for acc in measures {
+        let present = |i: usize| acc.count[i] > 0;
+        let opt = |v: &[f64]| {
+            let mut b = Float64Builder::with_capacity(g);
+            for (i, &x) in v.iter().enumerate() {
+                b.append_option(present(i).then_some(x));
+            }
+            Arc::new(b.finish()) as ArrayRef
+        };
+        let (min, max) = (opt(&acc.min), opt(&acc.max));
+        columns.push(Arc::new(UInt64Array::from(acc.count)));
+        columns.push(Arc::new(Float64Array::from(acc.sum)));
+        columns.push(min);
+        columns.push(max);
+    }
+    Ok(Some(RecordBatch::try_new(SCHEMA.clone(), columns)?))
+}
+
+/// Where a rollup row lies relative to a time range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    Inside,
+    Outside,
+    Straddles,
+}
+
+/// Places every row of a rollup against `range` (by the row's smallest and largest start).
+pub(crate) fn place(batch: &RecordBatch, range: crate::types::TimeRange) -> Result<Vec<Placement>> {
+    let lo: &Int64Array = column(batch, TIME_MIN)?;
+    let hi: &Int64Array = column(batch, TIME_MAX)?;
+    Ok(lo
+        .values()
+        .iter()
+        .zip(hi.values().iter())
+        .map(|(&lo, &hi)| {
+            let (lo, hi) = (crate::types::UnixNanos(lo), crate::types::UnixNanos(hi));
+            if range.contains(lo) && range.contains(hi) {
+                Placement::Inside
+            } else if !range.overlaps_closed(lo, hi) {
+                Placement::Outside
+            } else {
+                Placement::Straddles
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::columnar;
+    use crate::model::{GenAiFields, SpanRecord, StatusCode};
+    use crate::types::{SpanId, TraceId, UnixNanos};
+
+    fn span(i: u64, minute: i64, service: &str, model: Option<&str>, error: bool) -> SpanRecord {
+        let mut t = [0u8; 16];
+        t[..8].copy_from_slice(&(i + 1).to_be_bytes());
+        let start = UnixNanos(1_700_000_000_000_000_000 + minute * BUCKET_NANOS + i as i64);
+        let mut s = SpanRecord::new(
+            TraceId(t),
+            SpanId((i + 1).to_be_bytes()),
+            service,
+            "chat",
+            start,
+            UnixNanos(start.0 + 1000 * (i as i64 + 1)),
+        );
+        if error {
+            s.status_code = StatusCode::Error;
+        }
+        if let Some(m) = model {
+            s.gen_ai = GenAiFields {
+                request_model: Some(m.into()),
+                input_tokens: Some(10 + i as i64),
+                ..GenAiFields::default()
+            };
+        }
+        s
+    }
+
+    #[test]
+    fn rollup_rows_sum_to_the_spans() {
+        let spans = vec![
+            span(0, 0, "api", Some("m1"), false),
+            span(1, 0, "api", Some("m1"), true),
+            span(2, 0, "api", None, false),
+            span(3, 1, "api", Some("m1"), false),
+            span(4, 1, "rag", Some("m2"), false),
+        ];
+        let batch = columnar::spans_to_batch(&spans).unwrap();
+        let r = build(&batch).unwrap().unwrap();
+        assert_eq!(r.schema(), *SCHEMA);
+        // (0, api, m1, ok), (0, api, m1, error), (0, api, -, ok), (1, api, m1), (1, rag, m2)
+        assert_eq!(r.num_rows(), 5);
+        let rows: &UInt64Array = column(&r, ROWS).unwrap();
+        assert_eq!(rows.values().iter().sum::<u64>(), 5);
+        let sum: &Float64Array =
+            column(&r, &measure_column(col::GEN_AI_INPUT_TOKENS, Part::Sum)).unwrap();
+        assert_eq!(sum.values().iter().sum::<f64>(), 10.0 + 11.0 + 13.0 + 14.0);
+        let n: &UInt64Array =
+            column(&r, &measure_column(col::GEN_AI_INPUT_TOKENS, Part::Count)).unwrap();
+        assert_eq!(n.values().iter().sum::<u64>(), 4);
+        let model: &StringArray = column(&r, col::GEN_AI_REQUEST_MODEL).unwrap();
+        assert_eq!(model.null_count(), 1);
+        let dmax: &Float64Array = column(&r, &measure_column(col::DURATION, Part::Max)).unwrap();
+        assert_eq!(
+            dmax.iter().flatten().fold(f64::MIN, f64::max),
+            5000.0,
+            "the longest span lasts 5 us"
+        );
+    }
+
+    #[test]
+    fn placement_uses_each_rows_own_extent() {
+        // One group holds spans at t0 and t0 + 1 ns, another one span at t0 + 2 min + 2 ns.
+        let spans = vec![
+            span(0, 0, "a", None, false),
+            span(1, 0, "a", None, false),
+            span(2, 2, "a", None, false),
+        ];
+        let r = build(&columnar::spans_to_batch(&spans).unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.num_rows(), 2);
+        let t0 = 1_700_000_000_000_000_000;
+        let range = |a: i64, b: i64| {
+            crate::types::TimeRange::new(UnixNanos(t0 + a), UnixNanos(t0 + b)).unwrap()
+        };
+        let lo: &Int64Array = column(&r, TIME_MIN).unwrap();
+        let first = (0..2).find(|&i| lo.value(i) == t0).unwrap();
+        let at = |p: Vec<Placement>| (p[first], p[1 - first]);
+        use Placement::*;
+        assert_eq!(
+            at(place(&r, range(0, BUCKET_NANOS)).unwrap()),
+            (Inside, Outside)
+        );
+        // A range that starts between minute 0's two spans cuts that row.
+        assert_eq!(
+            at(place(&r, range(1, 3 * BUCKET_NANOS)).unwrap()),
+            (Straddles, Inside)
+        );
+        // A range ending just after minute 2's span holds it whole although it ends mid-bucket.
+        assert_eq!(
+            at(place(&r, range(0, 2 * BUCKET_NANOS + 3)).unwrap()),
+            (Inside, Inside)
+        );
+        assert_eq!(
+            at(place(&r, range(0, 2 * BUCKET_NANOS + 2)).unwrap()),
+            (Inside, Outside)
+        );
+    }
+}
