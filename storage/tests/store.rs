@@ -636,3 +636,57 @@ fn second_process_is_locked_out() {
         "{err}"
     );
 }
+
+/// One large segment is read in parts by several threads; the rows, their order and the
+/// pruning counts are those of a one-thread read.
+#[test]
+fn one_segment_is_read_in_parts_on_several_threads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = tenant("t");
+    let n = 140_000u64;
+    let mut cfg = config();
+    cfg.segment.row_group_rows = 4096;
+    let store = Store::open(dir.path(), cfg).expect("open");
+    let spans: Vec<SpanRecord> = (0..n).map(|i| span(i, T0 + i as i64 * 1000)).collect();
+    store.append_spans(&t, &spans).expect("append");
+    store.flush().expect("flush");
+    drop(store);
+    let read = |threads: usize, preds: Vec<Predicate>| {
+        let mut cfg = config();
+        cfg.scan_threads = threads;
+        let store = Store::open(dir.path(), cfg).expect("reopen");
+        let mut req = ScanRequest::new(t.clone(), Signal::Spans, TimeRange::ALL)
+            .project(&[col::SPAN_ID, col::DURATION]);
+        req.predicates = preds;
+        let res = store.scan(&req).expect("scan");
+        let ids: Vec<Vec<u8>> = res
+            .batches
+            .iter()
+            .flat_map(|b| {
+                let a = b
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<arrow_array::FixedSizeBinaryArray>()
+                    .expect("span ids")
+                    .clone();
+                (0..arrow_array::Array::len(&a)).map(move |i| a.value(i).to_vec())
+            })
+            .collect();
+        (ids, res.stats)
+    };
+    for preds in [
+        vec![],
+        vec![Predicate::Attr(Matcher::eq("service.name", "gateway"))],
+    ] {
+        let (one, s1) = read(1, preds.clone());
+        let (four, s4) = read(4, preds.clone());
+        let want = if preds.is_empty() { n } else { n.div_ceil(3) };
+        assert_eq!(one.len() as u64, want);
+        assert_eq!(one, four, "same rows in the same order");
+        assert_eq!(s1.segments_read, 1);
+        assert_eq!(s4.segments_read, 1);
+        assert_eq!(s1.row_groups_read, s4.row_groups_read);
+        assert_eq!(s1.rows_decoded, s4.rows_decoded);
+        assert!(s4.row_groups_read > 30, "{s4:?}");
+    }
+}

@@ -2,6 +2,7 @@
 //! statistics, read only the surviving rows and columns, then filter exactly.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, RecordBatch, UInt64Array};
@@ -70,6 +71,23 @@ impl ScanStats {
         self.memtable_rows += o.memtable_rows;
         self.rows_returned += o.rows_returned;
     }
+}
+
+/// One row group a segment scan reads.
+#[derive(Clone, Debug)]
+pub(crate) struct RowGroupPlan {
+    /// Row group index in the Parquet file.
+    index: usize,
+    /// Rows in the row group.
+    pub(crate) rows: usize,
+    /// Candidate rows (relative to the row group) from the indexes; all rows when `None`.
+    runs: Option<Vec<Range<usize>>>,
+}
+
+/// What is left of a segment after pruning: its row groups to read, in file order.
+#[derive(Clone, Debug)]
+pub(crate) struct SegmentPlan {
+    pub(crate) groups: Vec<RowGroupPlan>,
 }
 
 /// A request prepared for execution.
@@ -332,12 +350,14 @@ impl Segment {
         Ok(Some(vec![rows]))
     }
 
-    /// Rows of this segment that satisfy `c`, after pruning.
-    pub(crate) fn scan(
+    /// Prunes this segment for `c` (time range, postings and text index, row-group statistics
+    /// and bloom filters) and returns the row groups left to read with their candidate rows, or
+    /// `None` when nothing is left. Counts the segment-level statistics.
+    pub(crate) fn prepare(
         &self,
         c: &CompiledScan<'_>,
         stats: &mut ScanStats,
-    ) -> Result<Vec<RecordBatch>> {
+    ) -> Result<Option<SegmentPlan>> {
         stats.segments_total += 1;
         let req = c.req;
         if !req
@@ -345,7 +365,7 @@ impl Segment {
             .overlaps_closed(self.meta.min_time, self.meta.max_time)
         {
             stats.segments_pruned_by_time += 1;
-            return Ok(Vec::new());
+            return Ok(None);
         }
         // 1. Postings and the text index narrow the candidate rows.
         let mut candidates: Option<RoaringBitmap> = None;
@@ -379,7 +399,7 @@ impl Segment {
         }
         if candidates.as_ref().is_some_and(RoaringBitmap::is_empty) {
             stats.segments_pruned_by_index += 1;
-            return Ok(Vec::new());
+            return Ok(None);
         }
         // 2. Row groups: time statistics, bloom filter, candidate rows.
         let md = self.parquet.metadata();
@@ -398,9 +418,7 @@ impl Segment {
             .columns()
             .iter()
             .position(|c| c.path().string() == col::TRACE_ID);
-        let mut selected = Vec::new();
-        let mut ranges = Vec::new();
-        let mut selected_rows = 0usize;
+        let mut groups = Vec::new();
         let mut start = 0u64;
         stats.row_groups_total += md.num_row_groups();
         for (i, rg) in md.row_groups().iter().enumerate() {
@@ -428,11 +446,11 @@ impl Segment {
             {
                 continue;
             }
-            let local: Option<Vec<std::ops::Range<usize>>> = match &candidates {
+            let runs = match &candidates {
                 Some(cand) => {
                     let lo = rg_range.start as u32;
                     let hi = rg_range.end as u32;
-                    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+                    let mut runs: Vec<Range<usize>> = Vec::new();
                     for r in cand.range(lo..hi) {
                         let r = (r - lo) as usize;
                         match runs.last_mut() {
@@ -447,36 +465,59 @@ impl Segment {
                 }
                 None => None,
             };
-            let base = selected_rows;
-            match local {
-                Some(runs) => ranges.extend(runs.into_iter().map(|r| r.start + base..r.end + base)),
-                None => ranges.push(base..base + rows as usize),
-            }
-            selected_rows += rows as usize;
-            selected.push(i);
+            groups.push(RowGroupPlan {
+                index: i,
+                rows: rows as usize,
+                runs,
+            });
         }
-        if selected.is_empty() {
-            return Ok(Vec::new());
+        if groups.is_empty() {
+            return Ok(None);
         }
         stats.segments_read += 1;
-        stats.row_groups_read += selected.len();
+        stats.row_groups_read += groups.len();
+        Ok(Some(SegmentPlan { groups }))
+    }
 
-        // 3. Read the surviving rows and columns.
+    /// Reads the rows of `groups` (part of what [`Segment::prepare`] kept, in order) that
+    /// satisfy `c`.
+    pub(crate) fn read(
+        &self,
+        c: &CompiledScan<'_>,
+        groups: &[RowGroupPlan],
+        stats: &mut ScanStats,
+    ) -> Result<Vec<RecordBatch>> {
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let req = c.req;
+        let traces = c.trace_ids();
         let path = self.data_path();
         let file = std::fs::File::open(&path).at(&path)?;
         let pschema = self.parquet.parquet_schema();
         let mut builder =
             ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
-                .with_row_groups(selected)
+                .with_row_groups(groups.iter().map(|g| g.index).collect())
                 .with_projection(ProjectionMask::roots(
                     pschema,
                     c.read_columns.iter().copied(),
                 ))
                 .with_batch_size(8192);
-        if candidates.is_some() {
+        if groups.iter().any(|g| g.runs.is_some()) {
+            let mut ranges = Vec::new();
+            let mut base = 0usize;
+            for g in groups {
+                match &g.runs {
+                    Some(runs) => {
+                        ranges.extend(runs.iter().map(|r| r.start + base..r.end + base));
+                    }
+                    None => ranges.push(base..base + g.rows),
+                }
+                base += g.rows;
+            }
             builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(
                 ranges.into_iter(),
-                selected_rows,
+                base,
             ));
         }
         if !traces.is_empty()

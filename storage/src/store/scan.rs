@@ -9,7 +9,7 @@ use super::Inner;
 use crate::error::{Result, StorageError};
 use crate::memtable::MemSnapshot;
 use crate::predicate::{Predicate, ScanRequest};
-use crate::segment::scan::CompiledScan;
+use crate::segment::scan::{CompiledScan, RowGroupPlan, SegmentPlan};
 use crate::segment::{ScanStats, Segment};
 use crate::types::Signal;
 
@@ -190,52 +190,116 @@ enum SegmentRows {
 /// What reading one segment gave.
 type SegmentRead = (Result<SegmentRows>, ScanStats);
 
-/// Reads every segment, on up to `threads` threads (segments are independent files), and
-/// returns the results in segment order, so the answer does not depend on the thread count.
+/// Reads every segment, on up to `threads` threads, and returns the results in segment order,
+/// so the answer does not depend on the thread count. Segments are pruned first (rollups,
+/// indexes, row-group statistics), then the row groups left are cut into parts of similar size
+/// that the threads read independently: one large segment (the usual case for the last hour
+/// after compaction) is read by every thread, not by one.
 fn read_segments(
     segments: &[Arc<Segment>],
     compiled: &CompiledScan<'_>,
     threads: usize,
 ) -> Vec<SegmentRead> {
-    let read = |seg: &Segment| {
+    // 1. Per segment: a rollup answer, or the row groups to read.
+    let mut out: Vec<SegmentRead> = Vec::with_capacity(segments.len());
+    let mut plans: Vec<Option<SegmentPlan>> = Vec::with_capacity(segments.len());
+    for seg in segments {
         let mut stats = ScanStats::default();
         let res = match seg.scan_rollup(compiled, &mut stats) {
-            Ok(Some(rows)) => Ok(SegmentRows::Rollup(rows)),
-            Ok(None) => seg.scan(compiled, &mut stats).map(SegmentRows::Rows),
-            Err(e) => Err(e),
+            Ok(Some(rows)) => {
+                plans.push(None);
+                Ok(SegmentRows::Rollup(rows))
+            }
+            Ok(None) => match seg.prepare(compiled, &mut stats) {
+                Ok(plan) => {
+                    plans.push(plan);
+                    Ok(SegmentRows::Rows(Vec::new()))
+                }
+                Err(e) => {
+                    plans.push(None);
+                    Err(e)
+                }
+            },
+            Err(e) => {
+                plans.push(None);
+                Err(e)
+            }
         };
+        out.push((res, stats));
+    }
+    // 2. Parts of about equal rows, a few per thread so that uneven parts even out.
+    let total: usize = plans
+        .iter()
+        .flatten()
+        .flat_map(|p| p.groups.iter().map(|g| g.rows))
+        .sum();
+    let target = (total / (threads.max(1) * 4)).max(MIN_PART_ROWS);
+    let mut parts: Vec<(usize, &[RowGroupPlan])> = Vec::new();
+    for (si, plan) in plans.iter().enumerate() {
+        let Some(plan) = plan else { continue };
+        let mut begin = 0;
+        let mut rows = 0;
+        for (gi, g) in plan.groups.iter().enumerate() {
+            rows += g.rows;
+            if rows >= target || gi + 1 == plan.groups.len() {
+                parts.push((si, &plan.groups[begin..=gi]));
+                begin = gi + 1;
+                rows = 0;
+            }
+        }
+    }
+    // 3. Read the parts.
+    let read = |&(si, groups): &(usize, &[RowGroupPlan])| {
+        let mut stats = ScanStats::default();
+        let res = segments[si].read(compiled, groups, &mut stats);
         (res, stats)
     };
-    let threads = threads.min(segments.len());
-    if threads <= 1 {
-        return segments.iter().map(|s| read(s)).collect();
+    let threads = threads.min(parts.len());
+    let results: Vec<(Result<Vec<RecordBatch>>, ScanStats)> = if threads <= 1 {
+        parts.iter().map(read).collect()
+    } else {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut done: Vec<(usize, (Result<Vec<RecordBatch>>, ScanStats))> =
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..threads)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut mine = Vec::new();
+                            loop {
+                                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let Some(part) = parts.get(i) else { break };
+                                mine.push((i, read(part)));
+                            }
+                            mine
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| match w.join() {
+                        Ok(v) => v,
+                        Err(p) => std::panic::resume_unwind(p),
+                    })
+                    .collect()
+            });
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
+    };
+    // 4. Back to segment order: a segment's parts in order, the first error wins.
+    for ((si, _), (res, stats)) in parts.iter().zip(results) {
+        let (slot, seg_stats) = &mut out[*si];
+        seg_stats.add(&stats);
+        match (slot.as_mut(), res) {
+            (Ok(SegmentRows::Rows(rows)), Ok(batches)) => rows.extend(batches),
+            (Ok(_), Err(e)) => *slot = Err(e),
+            _ => {}
+        }
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut parts: Vec<(usize, SegmentRead)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(seg) = segments.get(i) else { break };
-                        mine.push((i, read(seg)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| match w.join() {
-                Ok(v) => v,
-                Err(p) => std::panic::resume_unwind(p),
-            })
-            .collect()
-    });
-    parts.sort_by_key(|(i, _)| *i);
-    parts.into_iter().map(|(_, r)| r).collect()
+    out
 }
+
+/// Rows below which a part is not split further (a part's fixed cost is one Parquet reader).
+const MIN_PART_ROWS: usize = 64 * 1024;
 
 /// Sample rows of one segment or memtable.
 struct Source {
