@@ -88,6 +88,9 @@ pub(crate) struct RowGroupPlan {
 #[derive(Clone, Debug)]
 pub(crate) struct SegmentPlan {
     pub(crate) groups: Vec<RowGroupPlan>,
+    /// The candidate rows of `groups` satisfy every attribute matcher (the indexes answered
+    /// them exactly), so reading need not evaluate them again.
+    pub(crate) matchers_exact: bool,
 }
 
 /// A request prepared for execution.
@@ -171,11 +174,14 @@ impl<'a> CompiledScan<'a> {
     }
 
     /// Exact filter + projection of a batch holding `read_columns`. `text_rows` are the rows
-    /// (numbered from `first_row`) that matched full-text predicates, for unflushed data.
+    /// (numbered from `first_row`) that matched full-text predicates, for unflushed data;
+    /// attribute matchers are evaluated when `matchers` is set (else the caller knows every
+    /// row satisfies them).
     pub(crate) fn filter(
         &self,
         batch: &RecordBatch,
         text_rows: Option<(&RoaringBitmap, u32)>,
+        matchers: bool,
     ) -> Result<Option<RecordBatch>> {
         let n = batch.num_rows();
         let signal = self.req.signal;
@@ -201,7 +207,7 @@ impl<'a> CompiledScan<'a> {
                 );
             }
         } else {
-            for m in self.matchers() {
+            for m in self.matchers().filter(|_| matchers) {
                 masks.push(predicate::eval_matcher(batch, signal, m)?);
             }
             for t in self.trace_ids() {
@@ -369,9 +375,14 @@ impl Segment {
         }
         // 1. Postings and the text index narrow the candidate rows.
         let mut candidates: Option<RoaringBitmap> = None;
+        // Whether the candidates are exactly the rows every attribute matcher accepts: each
+        // matcher on a promoted column (an attribute key can sit in both the span's and the
+        // resource's attributes, where evaluation prefers the span's) answered by its postings.
+        let mut matchers_exact = true;
         for p in &req.predicates {
             match p {
-                Predicate::Attr(m) if !m.matches_missing() => {
+                Predicate::Attr(m) if m.matches_missing() => matchers_exact = false,
+                Predicate::Attr(m) => {
                     let lookup = match m.op {
                         MatchOp::Eq => self.postings.equals(&m.key, &m.value),
                         MatchOp::Regex => match m.regex() {
@@ -384,8 +395,12 @@ impl Segment {
                             self.postings.accepted(&m.key, |v| m.matches(v))
                         }
                     };
-                    if let Lookup::Rows(rows) = lookup {
-                        intersect(&mut candidates, rows);
+                    match lookup {
+                        Lookup::Rows(rows) => {
+                            matchers_exact &= schema::promoted_column(req.signal, &m.key).is_some();
+                            intersect(&mut candidates, rows);
+                        }
+                        Lookup::Unknown => matchers_exact = false,
                     }
                 }
                 Predicate::FullText(q) => {
@@ -476,15 +491,19 @@ impl Segment {
         }
         stats.segments_read += 1;
         stats.row_groups_read += groups.len();
-        Ok(Some(SegmentPlan { groups }))
+        Ok(Some(SegmentPlan {
+            groups,
+            matchers_exact: matchers_exact && req.signal != Signal::Samples,
+        }))
     }
 
     /// Reads the rows of `groups` (part of what [`Segment::prepare`] kept, in order) that
-    /// satisfy `c`.
+    /// satisfy `c`; `matchers_exact` as in [`SegmentPlan`].
     pub(crate) fn read(
         &self,
         c: &CompiledScan<'_>,
         groups: &[RowGroupPlan],
+        matchers_exact: bool,
         stats: &mut ScanStats,
     ) -> Result<Vec<RecordBatch>> {
         if groups.is_empty() {
@@ -547,7 +566,7 @@ impl Segment {
         for batch in reader {
             let batch = batch.map_err(|e| StorageError::corruption(&path, e.to_string()))?;
             stats.rows_decoded += batch.num_rows() as u64;
-            if let Some(b) = c.filter(&batch, None)? {
+            if let Some(b) = c.filter(&batch, None, !matchers_exact)? {
                 stats.rows_returned += b.num_rows() as u64;
                 out.push(b);
             }

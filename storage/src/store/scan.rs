@@ -147,7 +147,7 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             result.stats.memtable_batches += 1;
             result.stats.memtable_rows += mb.batch.num_rows() as u64;
             let t = text_rows.as_ref().map(|r| (r, mb.first_row));
-            if let Some(b) = compiled.filter(&mb.batch, t)? {
+            if let Some(b) = compiled.filter(&mb.batch, t, true)? {
                 result.stats.rows_returned += b.num_rows() as u64;
                 mem_rows.push((mb.min_time, mb.max_time, b));
             }
@@ -251,7 +251,8 @@ fn read_segments(
     // 3. Read the parts.
     let read = |&(si, groups): &(usize, &[RowGroupPlan])| {
         let mut stats = ScanStats::default();
-        let res = segments[si].read(compiled, groups, &mut stats);
+        let exact = plans[si].as_ref().is_some_and(|p| p.matchers_exact);
+        let res = segments[si].read(compiled, groups, exact, &mut stats);
         (res, stats)
     };
     let threads = threads.min(parts.len());
