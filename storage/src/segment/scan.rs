@@ -11,6 +11,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter, RowSelection,
 };
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::statistics::Statistics;
 use roaring::RoaringBitmap;
 use serde::Serialize;
@@ -462,6 +463,11 @@ impl Segment {
                 continue;
             }
             let runs = match &candidates {
+                // A trace lookup: the pages whose trace_id range holds one of the ids (rows
+                // are sorted by trace, so usually one page), from the page index.
+                None if !traces.is_empty() => {
+                    trace_leaf.and_then(|leaf| self.trace_pages(i, leaf, rows as usize, &traces))
+                }
                 Some(cand) => {
                     let lo = rg_range.start as u32;
                     let hi = rg_range.end as u32;
@@ -480,6 +486,9 @@ impl Segment {
                 }
                 None => None,
             };
+            if runs.as_ref().is_some_and(Vec::is_empty) {
+                continue;
+            }
             groups.push(RowGroupPlan {
                 index: i,
                 rows: rows as usize,
@@ -495,6 +504,43 @@ impl Segment {
             groups,
             matchers_exact: matchers_exact && req.signal != Signal::Samples,
         }))
+    }
+
+    /// Rows of row group `rg` on pages whose `trace_id` min/max (page index, column `leaf`)
+    /// admit one of `traces`; `None` when the page index cannot tell.
+    fn trace_pages(
+        &self,
+        rg: usize,
+        leaf: usize,
+        rows: usize,
+        traces: &[TraceId],
+    ) -> Option<Vec<Range<usize>>> {
+        let pi = self.parquet.metadata().page_index()?;
+        let ColumnIndexMetaData::FIXED_LEN_BYTE_ARRAY(ci) = pi.column_index(rg, leaf)? else {
+            return None;
+        };
+        let locs = pi.offset_index(rg, leaf)?.page_locations();
+        let mut runs: Vec<Range<usize>> = Vec::new();
+        for (p, loc) in locs.iter().enumerate() {
+            let lo = usize::try_from(loc.first_row_index).ok()?;
+            let hi = match locs.get(p + 1) {
+                Some(next) => usize::try_from(next.first_row_index).ok()?,
+                None => rows,
+            };
+            let admits = match (ci.min_value(p), ci.max_value(p)) {
+                (Some(min), Some(max)) => traces
+                    .iter()
+                    .any(|t| min <= &t.as_bytes()[..] && &t.as_bytes()[..] <= max),
+                _ => !ci.is_null_page(p),
+            };
+            if admits && lo < hi {
+                match runs.last_mut() {
+                    Some(last) if last.end == lo => last.end = hi,
+                    _ => runs.push(lo..hi),
+                }
+            }
+        }
+        Some(runs)
     }
 
     /// Reads the rows of `groups` (part of what [`Segment::prepare`] kept, in order) that
