@@ -12,7 +12,8 @@
 //!    counts) as boolean masks, then group keys interned per column and accumulated per group
 //!    ([`accumulate`]), or, for a plan without aggregates, a bounded top-k by one field.
 //!
-//! Plans that only count, sum, average or take extremes by rollup keys and whole-minute buckets
+//! Plans that only count, sum, average, take extremes or duration quantiles by rollup keys and
+//! whole-minute buckets
 //! let storage answer from per-segment span rollups ([`sightline_storage::rollup`]) where that
 //! is exact; those rollup rows are folded here with their weights, next to the rows of the
 //! segments (and unflushed data) that had to be read row by row.
@@ -302,8 +303,8 @@ impl Plan {
 
     /// Whether span rollups answer this plan exactly (storage still decides per segment):
     /// no numeric filters, group keys that are rollup keys or time buckets of whole minutes,
-    /// and aggregates that rollups keep (counts, rates, error ratios, and sums, means, minima
-    /// and maxima of summarised fields; not quantiles).
+    /// and aggregates that rollups keep (counts, rates, error ratios, sums, means, minima and
+    /// maxima of summarised fields, and quantiles of the duration).
     fn rollup_exact(&self) -> bool {
         use sightline_storage::rollup;
         let key_ok = |k: &str| {
@@ -323,7 +324,12 @@ impl Plan {
                     .as_deref()
                     .and_then(|f| fields::numeric_field(self.signal, f).ok())
                     .is_some_and(|f| rollup::is_measure(f.column)),
-                AggFunc::Quantile(_) => false,
+                // Rollups keep every span's duration, sorted.
+                AggFunc::Quantile(_) => a
+                    .field
+                    .as_deref()
+                    .and_then(|f| fields::numeric_field(self.signal, f).ok())
+                    .is_some_and(|f| f.column == sightline_storage::schema::col::DURATION),
             })
     }
 
@@ -429,6 +435,10 @@ pub fn execute(store: &Store, plan: &Plan) -> Result<Table> {
         predicates: plan.predicates.clone(),
         projection: Some(projection.clone()),
         rollups: plan.rollup_exact(),
+        rollup_durations: plan
+            .aggregates
+            .iter()
+            .any(|a| matches!(a.func, AggFunc::Quantile(_))),
     };
     let t0 = Instant::now();
     let scanned = store.scan(&req)?;

@@ -207,8 +207,9 @@ fn store_in_parts(all: &[SpanRecord], parts: usize, keep_last: bool) -> (tempfil
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Plans that span rollups can answer (counts, sums, means, extremes, error ratios and
-    /// rates by rollup keys and whole-minute buckets) equal the brute-force answer over any
+    /// Plans that span rollups can answer (counts, sums, means, extremes, error ratios, rates
+    /// and duration quantiles by rollup keys and whole-minute buckets) equal the brute-force
+    /// answer over any
     /// time range, aligned to minutes or not, with part of the data unflushed.
     #[test]
     fn rollup_answers_equal_brute_force(
@@ -270,6 +271,7 @@ proptest! {
             agg(AggFunc::Max, Some("gen_ai.usage.input_tokens")),
             agg(AggFunc::ErrorRatio, None),
             agg(AggFunc::Rate, None),
+            agg(AggFunc::Quantile(0.9), Some("duration")),
         ];
         let got = execute(&store, &plan).unwrap();
 
@@ -332,6 +334,8 @@ proptest! {
             };
             let rate = ss.len() as f64 / secs;
             prop_assert!((row[c + 6].as_f64().unwrap() - rate).abs() <= 1e-9 * rate);
+            let q = quantile(durs.iter().map(|&d| d as f64).collect(), 0.9);
+            prop_assert!((row[c + 7].as_f64().unwrap() - q).abs() <= 1e-9 * q);
         }
         if time == TimeRange::ALL && !keep_last {
             prop_assert_eq!(got.explain.scan.segments_from_rollup, got.explain.scan.segments_total);
@@ -341,7 +345,7 @@ proptest! {
 }
 
 /// A plan over whole minutes of flushed spans reads rollups, not rows; one that needs the rows
-/// (a quantile, a numeric filter, a non-rollup key) reads the rows; both agree.
+/// (a numeric filter) reads the rows; both agree.
 #[test]
 fn explain_shows_rollups() {
     let all = spans(11, 20_000);
@@ -357,6 +361,10 @@ fn explain_shows_rollups() {
         Aggregate {
             func: AggFunc::ErrorRatio,
             field: None,
+        },
+        Aggregate {
+            func: AggFunc::Quantile(0.99),
+            field: Some("duration".into()),
         },
     ];
     let fast = execute(&store, &plan).unwrap();

@@ -134,6 +134,9 @@ pub struct ScanRequest {
     /// [`crate::rollup`]); their rows come back in [`crate::ScanResult::rollups`] with the
     /// rollup schema, the other segments' rows in `batches` as usual.
     pub rollups: bool,
+    /// With `rollups`: also return each rollup row's sorted span durations (column
+    /// [`crate::rollup::DURATIONS`]), for exact latency quantiles.
+    pub rollup_durations: bool,
 }
 
 impl ScanRequest {
@@ -146,6 +149,7 @@ impl ScanRequest {
             predicates: Vec::new(),
             projection: None,
             rollups: false,
+            rollup_durations: false,
         }
     }
 

@@ -5,7 +5,8 @@
 //! `service.name`, span name, span kind, status, `gen_ai.operation.name`,
 //! `gen_ai.provider.name` and `gen_ai.request.model`: the number of spans, the smallest and
 //! largest start time among them, and for every numeric column in [`MEASURES`] the count of
-//! non-null values, their sum, minimum and maximum. Key columns carry the span schema's names
+//! non-null values, their sum, minimum and maximum, and every span's duration, sorted (so that
+//! latency quantiles from rollups are exact). Key columns carry the span schema's names
 //! and exact values (nulls stay null), so predicates evaluate on rollup rows exactly as on the
 //! spans they summarise.
 //!
@@ -13,15 +14,18 @@
 //! instead of its rows when every predicate addresses a key column and every rollup row lies
 //! wholly inside or wholly outside the time range (judged by its own smallest and largest start
 //! time, so ranges need not be minute-aligned); otherwise the segment's rows are read as usual.
-//! Counts, sums, minima, maxima, error ratios and rates computed from rollup rows equal the same
-//! aggregates over the rows (sums up to floating-point association); quantiles need the rows.
+//! Counts, sums, minima, maxima, error ratios, rates and duration quantiles computed from rollup
+//! rows equal the same aggregates over the rows (sums up to floating-point association);
+//! quantiles of other fields need the rows. The duration lists are read only by scans that ask
+//! for them ([`crate::ScanRequest::rollup_durations`]); the rest of a rollup is kept in memory
+//! once read.
 //!
 //! A segment whose spans form so many groups that a rollup would not be much smaller than the
 //! rows gets none, and is always read row by row.
 
 use std::sync::{Arc, LazyLock};
 
-use arrow_array::builder::{Float64Builder, StringBuilder};
+use arrow_array::builder::{Float64Builder, Int64Builder, ListBuilder, StringBuilder};
 use arrow_array::{
     Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray,
     UInt8Array, UInt64Array,
@@ -48,6 +52,8 @@ pub const ROWS: &str = "rollup_rows";
 pub const TIME_MIN: &str = "rollup_time_min";
 /// Rollup column: largest span start in the row (ns).
 pub const TIME_MAX: &str = "rollup_time_max";
+/// Rollup column: the durations (ns) of the row's spans, ascending.
+pub const DURATIONS: &str = "duration_nano__values";
 
 /// Span string columns a rollup groups by.
 pub const STRING_KEYS: [&str; 5] = [
@@ -131,6 +137,7 @@ pub static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         }
     }
     fields.push(Field::new(ROWS, DataType::UInt64, false));
+    fields.push(Field::new(DURATIONS, durations_type(), false));
     fields.push(Field::new(TIME_MIN, DataType::Int64, false));
     fields.push(Field::new(TIME_MAX, DataType::Int64, false));
     for m in MEASURES {
@@ -145,6 +152,14 @@ pub static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     }
     Arc::new(Schema::new(fields))
 });
+
+fn durations_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Int64, false))
+}
+
+fn durations_type() -> DataType {
+    DataType::List(durations_item())
+}
 
 /// Running sums of one measure, per group.
 #[derive(Default)]
@@ -240,6 +255,8 @@ pub fn build(spans: &RecordBatch) -> Result<Option<RecordBatch>> {
     let mut t_min: Vec<i64> = Vec::new();
     let mut t_max: Vec<i64> = Vec::new();
     let mut gids: Vec<u32> = Vec::with_capacity(n);
+    let mut durations: Vec<Vec<i64>> = Vec::new();
+    let dur: &Int64Array = column(spans, col::DURATION)?;
     for i in 0..n {
         let t = starts.value(i);
         let mut s = [0u32; 5];
@@ -256,9 +273,11 @@ pub fn build(spans: &RecordBatch) -> Result<Option<RecordBatch>> {
             rows.push(0);
             t_min.push(i64::MAX);
             t_max.push(i64::MIN);
+            durations.push(Vec::new());
             (keys.len() - 1) as u32
         });
         let gu = g as usize;
+        durations[gu].push(dur.value(i));
         rows[gu] += 1;
         t_min[gu] = t_min[gu].min(t);
         t_max[gu] = t_max[gu].max(t);
@@ -308,6 +327,14 @@ pub fn build(spans: &RecordBatch) -> Result<Option<RecordBatch>> {
         )));
     }
     columns.push(Arc::new(UInt64Array::from(rows)));
+    let mut lists =
+        ListBuilder::with_capacity(Int64Builder::with_capacity(n), g).with_field(durations_item());
+    for mut d in durations {
+        d.sort_unstable();
+        lists.values().append_slice(&d);
+        lists.append(true);
+    }
+    columns.push(Arc::new(lists.finish()));
     columns.push(Arc::new(Int64Array::from(t_min)));
     columns.push(Arc::new(Int64Array::from(t_max)));
     for acc in measures {
@@ -412,6 +439,17 @@ mod tests {
         let n: &UInt64Array =
             column(&r, &measure_column(col::GEN_AI_INPUT_TOKENS, Part::Count)).unwrap();
         assert_eq!(n.values().iter().sum::<u64>(), 4);
+        let lists: &arrow_array::ListArray = column(&r, DURATIONS).unwrap();
+        let mut all: Vec<i64> = Vec::new();
+        for i in 0..lists.len() {
+            let v = lists.value(i);
+            let v: &Int64Array = v.as_any().downcast_ref().unwrap();
+            assert!(v.values().windows(2).all(|w| w[0] <= w[1]), "ascending");
+            assert_eq!(v.len() as u64, rows.value(i));
+            all.extend(v.values().iter());
+        }
+        all.sort_unstable();
+        assert_eq!(all, vec![1000, 2000, 3000, 4000, 5000]);
         let model: &StringArray = column(&r, col::GEN_AI_REQUEST_MODEL).unwrap();
         assert_eq!(model.null_count(), 1);
         let dmax: &Float64Array = column(&r, &measure_column(col::DURATION, Part::Max)).unwrap();

@@ -20,9 +20,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use arrow_array::{Array, RecordBatch, TimestampMillisecondArray, TimestampNanosecondArray};
+use arrow_array::{
+    Array, ArrayRef, RecordBatch, TimestampMillisecondArray, TimestampNanosecondArray,
+};
 use arrow_buffer::ScalarBuffer;
+use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::RowSelection;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::bloom_filter::Sbbf;
 use parquet::file::metadata::PageIndexPolicy;
@@ -237,8 +241,8 @@ impl Segment {
         })
     }
 
-    /// The segment's rollup (spans; see [`crate::rollup`]), read on first use and kept;
-    /// `None` when the segment has none.
+    /// The segment's rollup (spans; see [`crate::rollup`]) without its duration lists, read
+    /// on first use and kept; `None` when the segment has none or one of another schema.
     pub fn rollup(&self) -> Result<Option<&RecordBatch>> {
         if !self.has_rollup {
             return Ok(None);
@@ -246,25 +250,75 @@ impl Segment {
         if let Some(r) = self.rollup.get() {
             return Ok(Some(r));
         }
-        let path = self.dir.join(crate::rollup::ROLLUP_FILE);
-        let file = std::fs::File::open(&path).at(&path)?;
+        let (builder, path) = self.rollup_reader()?;
         let corrupt = |e: String| StorageError::corruption(&path, e);
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .and_then(|b| b.build())
+        let full = crate::rollup::SCHEMA.clone();
+        if builder.schema().fields() != full.fields() {
+            // Rollups are derived data: one written by another build is ignored (the rows
+            // answer instead), not treated as damage.
+            tracing::warn!(
+                path = %path.display(),
+                "rollup written with another schema; reading rows instead"
+            );
+            return Ok(None);
+        }
+        let lists = full
+            .index_of(crate::rollup::DURATIONS)
             .map_err(|e| corrupt(e.to_string()))?;
-        let batches = reader
+        let keep: Vec<usize> = (0..full.fields().len()).filter(|&i| i != lists).collect();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), keep.iter().copied());
+        let batches = builder
+            .with_projection(mask)
+            .build()
+            .map_err(|e| corrupt(e.to_string()))?
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| corrupt(e.to_string()))?;
-        let schema = crate::rollup::SCHEMA.clone();
-        if batches
-            .iter()
-            .any(|b| b.schema().fields() != schema.fields())
-        {
-            return Err(corrupt("rollup schema differs from this build's".into()));
-        }
+        let schema = Arc::new(full.project(&keep).map_err(|e| corrupt(e.to_string()))?);
         let all = arrow_select::concat::concat_batches(&schema, &batches)
             .map_err(|e| corrupt(e.to_string()))?;
         Ok(Some(self.rollup.get_or_init(|| all)))
+    }
+
+    /// The duration lists of rollup rows `rows` (ascending row numbers), in that order.
+    pub(crate) fn rollup_durations(&self, rows: &[usize]) -> Result<ArrayRef> {
+        let (builder, path) = self.rollup_reader()?;
+        let corrupt = |e: String| StorageError::corruption(&path, e);
+        let idx = crate::rollup::SCHEMA
+            .index_of(crate::rollup::DURATIONS)
+            .map_err(|e| corrupt(e.to_string()))?;
+        let total = builder.metadata().file_metadata().num_rows().max(0) as usize;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), [idx]);
+        let selection =
+            RowSelection::from_consecutive_ranges(rows.iter().map(|&r| r..r + 1), total);
+        let batches = builder
+            .with_projection(mask)
+            .with_row_selection(selection)
+            .build()
+            .map_err(|e| corrupt(e.to_string()))?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| corrupt(e.to_string()))?;
+        let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(0).as_ref()).collect();
+        let out = if arrays.is_empty() {
+            arrow_array::new_empty_array(&crate::rollup::SCHEMA.field(idx).data_type().clone())
+        } else {
+            arrow_select::concat::concat(&arrays).map_err(|e| corrupt(e.to_string()))?
+        };
+        if out.len() != rows.len() {
+            return Err(corrupt(format!(
+                "{} duration lists for {} rollup rows",
+                out.len(),
+                rows.len()
+            )));
+        }
+        Ok(out)
+    }
+
+    fn rollup_reader(&self) -> Result<(ParquetRecordBatchReaderBuilder<std::fs::File>, PathBuf)> {
+        let path = self.dir.join(crate::rollup::ROLLUP_FILE);
+        let file = std::fs::File::open(&path).at(&path)?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| StorageError::corruption(&path, e.to_string()))?;
+        Ok((builder, path))
     }
 
     /// The segment's metadata.

@@ -4,7 +4,9 @@
 
 use std::cmp::Ordering;
 
-use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, UInt8Array, UInt64Array};
+use arrow_array::{
+    Array, Float64Array, Int64Array, ListArray, RecordBatch, UInt8Array, UInt64Array,
+};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use sightline_storage::model::StatusCode;
@@ -171,7 +173,15 @@ impl AccCol {
                         }
                         AccCol::Min(v) => v[g] = v[g].min(m.min.value(i)),
                         AccCol::Max(v) => v[g] = v[g].max(m.max.value(i)),
-                        AccCol::Values(_) | AccCol::Count(_) | AccCol::Errors { .. } => {}
+                        AccCol::Values(vs) => {
+                            if let Some(d) = &r.durations {
+                                let (lo, hi) = (d.offsets[i] as usize, d.offsets[i + 1] as usize);
+                                if let Some(vals) = d.values.get(lo..hi) {
+                                    vs[g].extend(vals.iter().map(|&v| v as f64));
+                                }
+                            }
+                        }
+                        AccCol::Count(_) | AccCol::Errors { .. } => {}
                     }
                 }
             }
@@ -209,12 +219,20 @@ struct MeasureCols<'a> {
     max: &'a Float64Array,
 }
 
+/// The sorted span durations of each rollup row.
+struct Durations<'a> {
+    offsets: &'a [i32],
+    values: &'a [i64],
+}
+
 /// What one aggregate reads of a rollup batch.
 struct RollupCols<'a> {
     /// Spans per rollup row.
     rows: &'a UInt64Array,
     status: Option<&'a UInt8Array>,
     measure: Option<MeasureCols<'a>>,
+    /// Present for quantiles (of the duration, the only field whose values rollups keep).
+    durations: Option<Durations<'a>>,
 }
 
 fn rollup_col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
@@ -227,7 +245,19 @@ fn rollup_col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a 
 }
 
 impl<'a> RollupCols<'a> {
-    fn new(batch: &'a RecordBatch, measure: Option<&str>) -> Result<Self> {
+    fn new(batch: &'a RecordBatch, measure: Option<&str>, quantile: bool) -> Result<Self> {
+        let durations = if quantile {
+            let lists: &ListArray = rollup_col(batch, rollup::DURATIONS)?;
+            let values: &Int64Array = lists.values().as_any().downcast_ref().ok_or_else(|| {
+                QueryError::Execution("rollup durations are not 64-bit integers".into())
+            })?;
+            Some(Durations {
+                offsets: lists.value_offsets(),
+                values: values.values(),
+            })
+        } else {
+            None
+        };
         let measure = match measure {
             Some(m) => Some(MeasureCols {
                 count: rollup_col(batch, &rollup::measure_column(m, Part::Count))?,
@@ -243,6 +273,7 @@ impl<'a> RollupCols<'a> {
                 .column_by_name(col::STATUS_CODE)
                 .and_then(|a| a.as_any().downcast_ref()),
             measure,
+            durations,
         })
     }
 }
@@ -488,8 +519,9 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch], rollups: &[RecordBatch])
             gids.push(g);
         }
         if is_rollup {
-            for (acc, field) in accs.iter_mut().zip(&agg_fields) {
-                acc.update_rollup(&gids, &RollupCols::new(batch, *field)?);
+            for ((acc, field), a) in accs.iter_mut().zip(&agg_fields).zip(&plan.aggregates) {
+                let quantile = matches!(a.func, AggFunc::Quantile(_));
+                acc.update_rollup(&gids, &RollupCols::new(batch, *field, quantile)?);
             }
             continue;
         }

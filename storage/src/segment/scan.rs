@@ -342,11 +342,28 @@ impl Segment {
         }
         stats.segments_total += 1;
         stats.segments_from_rollup += 1;
-        let rows = match predicate::and_all(masks, rollup.num_rows())? {
+        let mask = predicate::and_all(masks, rollup.num_rows())?;
+        let mut rows = match &mask {
             Some(mask) if mask.true_count() == 0 => return Ok(Some(Vec::new())),
-            Some(mask) => arrow_select::filter::filter_record_batch(rollup, &mask)?,
+            Some(mask) => arrow_select::filter::filter_record_batch(rollup, mask)?,
             None => rollup.clone(),
         };
+        if req.rollup_durations {
+            let kept: Vec<usize> = match &mask {
+                Some(mask) => (0..mask.len()).filter(|&i| mask.value(i)).collect(),
+                None => (0..rollup.num_rows()).collect(),
+            };
+            let lists = self.rollup_durations(&kept)?;
+            let mut fields: Vec<arrow_schema::FieldRef> =
+                rows.schema().fields().iter().cloned().collect();
+            let mut columns = rows.columns().to_vec();
+            let full = crate::rollup::SCHEMA.clone();
+            fields.push(Arc::new(
+                full.field_with_name(crate::rollup::DURATIONS)?.clone(),
+            ));
+            columns.push(lists);
+            rows = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+        }
         stats.rollup_rows += rows.num_rows() as u64;
         if let Some(n) = rows
             .column_by_name(crate::rollup::ROWS)

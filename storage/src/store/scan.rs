@@ -256,33 +256,32 @@ fn read_segments(
         (res, stats)
     };
     let threads = threads.min(parts.len());
-    let results: Vec<(Result<Vec<RecordBatch>>, ScanStats)> = if threads <= 1 {
+    let results: Vec<PartRead> = if threads <= 1 {
         parts.iter().map(read).collect()
     } else {
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut done: Vec<(usize, (Result<Vec<RecordBatch>>, ScanStats))> =
-            std::thread::scope(|scope| {
-                let workers: Vec<_> = (0..threads)
-                    .map(|_| {
-                        scope.spawn(|| {
-                            let mut mine = Vec::new();
-                            loop {
-                                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                let Some(part) = parts.get(i) else { break };
-                                mine.push((i, read(part)));
-                            }
-                            mine
-                        })
+        let mut done: Vec<(usize, PartRead)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(part) = parts.get(i) else { break };
+                            mine.push((i, read(part)));
+                        }
+                        mine
                     })
-                    .collect();
-                workers
-                    .into_iter()
-                    .flat_map(|w| match w.join() {
-                        Ok(v) => v,
-                        Err(p) => std::panic::resume_unwind(p),
-                    })
-                    .collect()
-            });
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| match w.join() {
+                    Ok(v) => v,
+                    Err(p) => std::panic::resume_unwind(p),
+                })
+                .collect()
+        });
         done.sort_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, r)| r).collect()
     };
@@ -298,6 +297,9 @@ fn read_segments(
     }
     out
 }
+
+/// What reading one part of a segment gave.
+type PartRead = (Result<Vec<RecordBatch>>, ScanStats);
 
 /// Rows below which a part is not split further (a part's fixed cost is one Parquet reader).
 const MIN_PART_ROWS: usize = 64 * 1024;
