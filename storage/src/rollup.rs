@@ -10,6 +10,11 @@
 //! and exact values (nulls stay null), so predicates evaluate on rollup rows exactly as on the
 //! spans they summarise.
 //!
+//! The durations live in a second file, `rollup_durations.parquet`: one `Int64` column of all
+//! the segment's span durations, grouped by rollup row in rollup order and ascending within each
+//! row (delta-encoded, so they cost about what the durations of `data.parquet` cost); rollup
+//! row `i` holds the `rollup_rows[i]` values from `duration_nano__offset[i]` on.
+//!
 //! A scan that asks for rollups ([`crate::ScanRequest::rollups`]) reads a segment's rollup
 //! instead of its rows when every predicate addresses a key column and every rollup row lies
 //! wholly inside or wholly outside the time range (judged by its own smallest and largest start
@@ -25,7 +30,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use arrow_array::builder::{Float64Builder, Int64Builder, ListBuilder, StringBuilder};
+use arrow_array::builder::{Float64Builder, StringBuilder};
 use arrow_array::{
     Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray,
     UInt8Array, UInt64Array,
@@ -52,7 +57,12 @@ pub const ROWS: &str = "rollup_rows";
 pub const TIME_MIN: &str = "rollup_time_min";
 /// Rollup column: largest span start in the row (ns).
 pub const TIME_MAX: &str = "rollup_time_max";
-/// Rollup column: the durations (ns) of the row's spans, ascending.
+/// File name of a segment's rollup durations.
+pub const DURATIONS_FILE: &str = "rollup_durations.parquet";
+/// Rollup column: where the row's durations start in [`DURATIONS_FILE`].
+pub const DURATIONS_OFFSET: &str = "duration_nano__offset";
+/// Column of scan output (not of the rollup file): the durations (ns) of the row's spans,
+/// ascending, as a list.
 pub const DURATIONS: &str = "duration_nano__values";
 
 /// Span string columns a rollup groups by.
@@ -137,7 +147,7 @@ pub static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         }
     }
     fields.push(Field::new(ROWS, DataType::UInt64, false));
-    fields.push(Field::new(DURATIONS, durations_type(), false));
+    fields.push(Field::new(DURATIONS_OFFSET, DataType::UInt64, false));
     fields.push(Field::new(TIME_MIN, DataType::Int64, false));
     fields.push(Field::new(TIME_MAX, DataType::Int64, false));
     for m in MEASURES {
@@ -153,12 +163,31 @@ pub static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(fields))
 });
 
-fn durations_item() -> Arc<Field> {
-    Arc::new(Field::new("item", DataType::Int64, false))
+/// The field of the durations list column scans add to rollup rows.
+pub fn durations_field() -> Field {
+    Field::new(
+        DURATIONS,
+        DataType::List(Arc::new(Field::new("item", DataType::Int64, false))),
+        false,
+    )
 }
 
-fn durations_type() -> DataType {
-    DataType::List(durations_item())
+/// The schema of [`DURATIONS_FILE`].
+pub static DURATIONS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![Field::new(
+        col::DURATION,
+        DataType::Int64,
+        false,
+    )]))
+});
+
+/// A segment's rollup: its rows and the durations they point into.
+#[derive(Debug)]
+pub struct Rollup {
+    /// Rollup rows ([`SCHEMA`]).
+    pub rows: RecordBatch,
+    /// Durations ([`DURATIONS_SCHEMA`]).
+    pub durations: RecordBatch,
 }
 
 /// Running sums of one measure, per group.
@@ -195,7 +224,7 @@ fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
 
 /// Builds the rollup of a batch of spans (any order); `None` when the spans form too many
 /// groups for a rollup to pay (see the module doc).
-pub fn build(spans: &RecordBatch) -> Result<Option<RecordBatch>> {
+pub fn build(spans: &RecordBatch) -> Result<Option<Rollup>> {
     let n = spans.num_rows();
     let starts: &TimestampNanosecondArray = column(spans, col::START_TIME)?;
     let strings: Vec<&StringArray> = STRING_KEYS
@@ -327,14 +356,14 @@ pub fn build(spans: &RecordBatch) -> Result<Option<RecordBatch>> {
         )));
     }
     columns.push(Arc::new(UInt64Array::from(rows)));
-    let mut lists =
-        ListBuilder::with_capacity(Int64Builder::with_capacity(n), g).with_field(durations_item());
+    let mut flat: Vec<i64> = Vec::with_capacity(n);
+    let mut offsets: Vec<u64> = Vec::with_capacity(g);
     for mut d in durations {
         d.sort_unstable();
-        lists.values().append_slice(&d);
-        lists.append(true);
+        offsets.push(flat.len() as u64);
+        flat.extend_from_slice(&d);
     }
-    columns.push(Arc::new(lists.finish()));
+    columns.push(Arc::new(UInt64Array::from(offsets)));
     columns.push(Arc::new(Int64Array::from(t_min)));
     columns.push(Arc::new(Int64Array::from(t_max)));
     for acc in measures {
@@ -352,7 +381,65 @@ pub fn build(spans: &RecordBatch) -> Result<Option<RecordBatch>> {
         columns.push(min);
         columns.push(max);
     }
-    Ok(Some(RecordBatch::try_new(SCHEMA.clone(), columns)?))
+    Ok(Some(Rollup {
+        rows: RecordBatch::try_new(SCHEMA.clone(), columns)?,
+        durations: RecordBatch::try_new(
+            DURATIONS_SCHEMA.clone(),
+            vec![Arc::new(Int64Array::from(flat))],
+        )?,
+    }))
+}
+
+/// The durations of rollup rows `kept` (indexes into `rows`, ascending) as a list column,
+/// given the rows' offsets and the durations read for exactly those rows, in order.
+pub(crate) fn durations_list(
+    rows: &RecordBatch,
+    kept: &[usize],
+    values: ArrayRef,
+) -> Result<ArrayRef> {
+    let counts: &UInt64Array = column(rows, ROWS)?;
+    let mut offsets: Vec<i32> = Vec::with_capacity(kept.len() + 1);
+    offsets.push(0);
+    let mut end: i64 = 0;
+    for &k in kept {
+        end += counts.value(k) as i64;
+        offsets.push(i32::try_from(end).map_err(|_| {
+            StorageError::InvalidInput("more than 2^31 durations in one scan of one segment".into())
+        })?);
+    }
+    if end as usize != values.len() {
+        return Err(StorageError::InvalidInput(format!(
+            "{} durations read for rollup rows holding {end}",
+            values.len()
+        )));
+    }
+    let item = Arc::new(Field::new("item", DataType::Int64, false));
+    Ok(Arc::new(arrow_array::ListArray::try_new(
+        item,
+        arrow_buffer::OffsetBuffer::new(offsets.into()),
+        values,
+        None,
+    )?))
+}
+
+/// The ranges of [`DURATIONS_FILE`] rows that hold the durations of rollup rows `kept`.
+pub(crate) fn duration_ranges(
+    rows: &RecordBatch,
+    kept: &[usize],
+) -> Result<Vec<std::ops::Range<usize>>> {
+    let counts: &UInt64Array = column(rows, ROWS)?;
+    let offsets: &UInt64Array = column(rows, DURATIONS_OFFSET)?;
+    let mut out: Vec<std::ops::Range<usize>> = Vec::with_capacity(kept.len());
+    for &k in kept {
+        let lo = offsets.value(k) as usize;
+        let hi = lo + counts.value(k) as usize;
+        match out.last_mut() {
+            Some(last) if last.end == lo => last.end = hi,
+            _ if hi > lo => out.push(lo..hi),
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 /// Where a rollup row lies relative to a time range.
@@ -427,7 +514,8 @@ mod tests {
             span(4, 1, "rag", Some("m2"), false),
         ];
         let batch = columnar::spans_to_batch(&spans).unwrap();
-        let r = build(&batch).unwrap().unwrap();
+        let roll = build(&batch).unwrap().unwrap();
+        let r = roll.rows;
         assert_eq!(r.schema(), *SCHEMA);
         // (0, api, m1, ok), (0, api, m1, error), (0, api, -, ok), (1, api, m1), (1, rag, m2)
         assert_eq!(r.num_rows(), 5);
@@ -439,17 +527,31 @@ mod tests {
         let n: &UInt64Array =
             column(&r, &measure_column(col::GEN_AI_INPUT_TOKENS, Part::Count)).unwrap();
         assert_eq!(n.values().iter().sum::<u64>(), 4);
-        let lists: &arrow_array::ListArray = column(&r, DURATIONS).unwrap();
-        let mut all: Vec<i64> = Vec::new();
+        // Every row's durations, through the same path scans take.
+        let all_rows: Vec<usize> = (0..r.num_rows()).collect();
+        let flat: &Int64Array = roll.durations.column(0).as_any().downcast_ref().unwrap();
+        let ranges = duration_ranges(&r, &all_rows).unwrap();
+        assert_eq!(ranges, vec![0..5], "rows in order cover the file once");
+        let lists = durations_list(&r, &all_rows, roll.durations.column(0).clone()).unwrap();
+        let lists: &arrow_array::ListArray = lists.as_any().downcast_ref().unwrap();
         for i in 0..lists.len() {
             let v = lists.value(i);
             let v: &Int64Array = v.as_any().downcast_ref().unwrap();
             assert!(v.values().windows(2).all(|w| w[0] <= w[1]), "ascending");
             assert_eq!(v.len() as u64, rows.value(i));
-            all.extend(v.values().iter());
         }
+        let mut all: Vec<i64> = flat.values().to_vec();
         all.sort_unstable();
         assert_eq!(all, vec![1000, 2000, 3000, 4000, 5000]);
+        // A subset: the second and fourth rows.
+        let some = [1usize, 3];
+        let ranges = duration_ranges(&r, &some).unwrap();
+        let picked: Vec<i64> = ranges
+            .iter()
+            .flat_map(|x| flat.values()[x.clone()].to_vec())
+            .collect();
+        let lists = durations_list(&r, &some, Arc::new(Int64Array::from(picked))).unwrap();
+        assert_eq!(lists.len(), 2);
         let model: &StringArray = column(&r, col::GEN_AI_REQUEST_MODEL).unwrap();
         assert_eq!(model.null_count(), 1);
         let dmax: &Float64Array = column(&r, &measure_column(col::DURATION, Part::Max)).unwrap();
@@ -470,7 +572,8 @@ mod tests {
         ];
         let r = build(&columnar::spans_to_batch(&spans).unwrap())
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .rows;
         assert_eq!(r.num_rows(), 2);
         let t0 = 1_700_000_000_000_000_000;
         let range = |a: i64, b: i64| {

@@ -6,6 +6,7 @@
 //!     series.parquet  samples only: the series present (id, name, kind, unit, help, labels)
 //!     postings.bin    key=value -> roaring row bitmaps
 //!     rollup.parquet  spans only: per-minute aggregates by service, model, status... (rollup.rs)
+//!     rollup_durations.parquet   spans only: the durations those aggregates summarise, sorted
 //!     text/           logs only: tantivy index of bodies
 //!     meta.json       SegmentMeta (time range, rows, file checksums)
 //! ```
@@ -24,7 +25,6 @@ use arrow_array::{
     Array, ArrayRef, RecordBatch, TimestampMillisecondArray, TimestampNanosecondArray,
 };
 use arrow_buffer::ScalarBuffer;
-use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::arrow_reader::RowSelection;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -100,9 +100,11 @@ pub struct Segment {
     blooms: Vec<Option<Sbbf>>,
     /// Series present (samples).
     series: Vec<Arc<SeriesDef>>,
-    /// Whether the segment has a rollup file (spans), and its rows once read.
+    /// Whether the segment has rollup files (spans), the rollup rows once read, and the
+    /// durations file's metadata once opened.
     has_rollup: bool,
     rollup: OnceLock<RecordBatch>,
+    durations: OnceLock<ArrowReaderMetadata>,
     /// Set once the manifest no longer names the segment; the directory is deleted when the last
     /// reader lets go.
     obsolete: AtomicBool,
@@ -237,12 +239,13 @@ impl Segment {
             series,
             has_rollup,
             rollup: OnceLock::new(),
+            durations: OnceLock::new(),
             obsolete: AtomicBool::new(false),
         })
     }
 
-    /// The segment's rollup (spans; see [`crate::rollup`]) without its duration lists, read
-    /// on first use and kept; `None` when the segment has none or one of another schema.
+    /// The segment's rollup rows (spans; see [`crate::rollup`]), read on first use and kept;
+    /// `None` when the segment has none or one of another schema.
     pub fn rollup(&self) -> Result<Option<&RecordBatch>> {
         if !self.has_rollup {
             return Ok(None);
@@ -250,10 +253,13 @@ impl Segment {
         if let Some(r) = self.rollup.get() {
             return Ok(Some(r));
         }
-        let (builder, path) = self.rollup_reader()?;
+        let path = self.dir.join(crate::rollup::ROLLUP_FILE);
         let corrupt = |e: String| StorageError::corruption(&path, e);
-        let full = crate::rollup::SCHEMA.clone();
-        if builder.schema().fields() != full.fields() {
+        let file = std::fs::File::open(&path).at(&path)?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(e.to_string()))?;
+        let schema = crate::rollup::SCHEMA.clone();
+        if builder.schema().fields() != schema.fields() {
             // Rollups are derived data: one written by another build is ignored (the rows
             // answer instead), not treated as damage.
             tracing::warn!(
@@ -262,63 +268,57 @@ impl Segment {
             );
             return Ok(None);
         }
-        let lists = full
-            .index_of(crate::rollup::DURATIONS)
-            .map_err(|e| corrupt(e.to_string()))?;
-        let keep: Vec<usize> = (0..full.fields().len()).filter(|&i| i != lists).collect();
-        let mask = ProjectionMask::roots(builder.parquet_schema(), keep.iter().copied());
         let batches = builder
-            .with_projection(mask)
             .build()
             .map_err(|e| corrupt(e.to_string()))?
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| corrupt(e.to_string()))?;
-        let schema = Arc::new(full.project(&keep).map_err(|e| corrupt(e.to_string()))?);
         let all = arrow_select::concat::concat_batches(&schema, &batches)
             .map_err(|e| corrupt(e.to_string()))?;
         Ok(Some(self.rollup.get_or_init(|| all)))
     }
 
-    /// The duration lists of rollup rows `rows` (ascending row numbers), in that order.
-    pub(crate) fn rollup_durations(&self, rows: &[usize]) -> Result<ArrayRef> {
-        let (builder, path) = self.rollup_reader()?;
+    /// The sorted durations of rollup rows `kept` (ascending indexes into [`Segment::rollup`])
+    /// as a list column, one list per kept row.
+    pub(crate) fn rollup_durations(&self, rows: &RecordBatch, kept: &[usize]) -> Result<ArrayRef> {
+        let path = self.dir.join(crate::rollup::DURATIONS_FILE);
         let corrupt = |e: String| StorageError::corruption(&path, e);
-        let idx = crate::rollup::SCHEMA
-            .index_of(crate::rollup::DURATIONS)
-            .map_err(|e| corrupt(e.to_string()))?;
-        let total = builder.metadata().file_metadata().num_rows().max(0) as usize;
-        let mask = ProjectionMask::roots(builder.parquet_schema(), [idx]);
-        let selection =
-            RowSelection::from_consecutive_ranges(rows.iter().map(|&r| r..r + 1), total);
-        let batches = builder
-            .with_projection(mask)
-            .with_row_selection(selection)
+        let file = std::fs::File::open(&path).at(&path)?;
+        let meta = match self.durations.get() {
+            Some(m) => m.clone(),
+            None => {
+                let m = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+                    .map_err(|e| corrupt(e.to_string()))?;
+                if m.schema().fields() != crate::rollup::DURATIONS_SCHEMA.fields() {
+                    return Err(corrupt("rollup durations of another schema".into()));
+                }
+                self.durations.get_or_init(|| m).clone()
+            }
+        };
+        let total = meta.metadata().file_metadata().num_rows().max(0) as usize;
+        let ranges = crate::rollup::duration_ranges(rows, kept)?;
+        if ranges.last().is_some_and(|r| r.end > total) {
+            return Err(corrupt(format!(
+                "rollup points past the {total} durations stored"
+            )));
+        }
+        let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+            .with_row_selection(RowSelection::from_consecutive_ranges(
+                ranges.into_iter(),
+                total,
+            ))
+            .with_batch_size(64 * 1024)
             .build()
             .map_err(|e| corrupt(e.to_string()))?
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| corrupt(e.to_string()))?;
         let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(0).as_ref()).collect();
-        let out = if arrays.is_empty() {
-            arrow_array::new_empty_array(&crate::rollup::SCHEMA.field(idx).data_type().clone())
-        } else {
-            arrow_select::concat::concat(&arrays).map_err(|e| corrupt(e.to_string()))?
+        let values = match arrays.as_slice() {
+            [] => arrow_array::new_empty_array(&arrow_schema::DataType::Int64),
+            [one] => arrow_array::make_array(one.to_data()),
+            many => arrow_select::concat::concat(many).map_err(|e| corrupt(e.to_string()))?,
         };
-        if out.len() != rows.len() {
-            return Err(corrupt(format!(
-                "{} duration lists for {} rollup rows",
-                out.len(),
-                rows.len()
-            )));
-        }
-        Ok(out)
-    }
-
-    fn rollup_reader(&self) -> Result<(ParquetRecordBatchReaderBuilder<std::fs::File>, PathBuf)> {
-        let path = self.dir.join(crate::rollup::ROLLUP_FILE);
-        let file = std::fs::File::open(&path).at(&path)?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| StorageError::corruption(&path, e.to_string()))?;
-        Ok((builder, path))
+        crate::rollup::durations_list(rows, kept, values).map_err(|e| corrupt(e.to_string()))
     }
 
     /// The segment's metadata.

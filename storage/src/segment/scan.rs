@@ -353,14 +353,11 @@ impl Segment {
                 Some(mask) => (0..mask.len()).filter(|&i| mask.value(i)).collect(),
                 None => (0..rollup.num_rows()).collect(),
             };
-            let lists = self.rollup_durations(&kept)?;
+            let lists = self.rollup_durations(rollup, &kept)?;
             let mut fields: Vec<arrow_schema::FieldRef> =
                 rows.schema().fields().iter().cloned().collect();
             let mut columns = rows.columns().to_vec();
-            let full = crate::rollup::SCHEMA.clone();
-            fields.push(Arc::new(
-                full.field_with_name(crate::rollup::DURATIONS)?.clone(),
-            ));
+            fields.push(Arc::new(crate::rollup::durations_field()));
             columns.push(lists);
             rows = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
         }
