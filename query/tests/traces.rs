@@ -293,6 +293,46 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// RED over flushed spans (answered from segment rollups where the conditions allow) equals
+    /// RED over the same spans unflushed (read row by row): counts, errors, rates and exact
+    /// latency quantiles per group and bucket.
+    #[test]
+    fn red_from_rollups_equals_red_from_rows(
+        gens in prop::collection::vec(gen_span(), 1..120),
+        filters in prop::collection::vec(gen_filter(), 0..2),
+        group in 0usize..4,
+        step_min in prop::sample::select(vec![1i64, 5, 60]),
+        from_h in 0i64..2,
+    ) {
+        let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (flushed, unflushed) = (open(d1.path()), open(d2.path()));
+        load(&flushed, &gens, gens.len());
+        load(&unflushed, &gens, 0);
+        let q = RedQuery {
+            time: TimeRange::new(UnixNanos(BASE + from_h * HOUR), UnixNanos(BASE + (from_h + 2) * HOUR)).unwrap(),
+            step_nanos: step_min * 60_000_000_000,
+            group_by: [GroupBy::Service, GroupBy::Model, GroupBy::Operation, GroupBy::Name][group],
+            conds: filters.iter().map(cond).collect(),
+        };
+        let a = red(&flushed, &tenant(), &q).unwrap();
+        let b = red(&unflushed, &tenant(), &q).unwrap();
+        prop_assert_eq!(a.series.len(), b.series.len());
+        for (x, y) in a.series.iter().zip(&b.series) {
+            prop_assert_eq!(&x.group, &y.group);
+            prop_assert_eq!(&x.total, &y.total);
+            prop_assert_eq!(&x.buckets, &y.buckets);
+        }
+        prop_assert_eq!(b.stats.segments_from_rollup, 0);
+        if filters.is_empty() && !a.series.is_empty() {
+            prop_assert!(a.stats.segments_from_rollup > 0, "{:?}", a.stats);
+            prop_assert_eq!(a.stats.rows_decoded, 0);
+        }
+    }
+}
+
 fn span(trace: u8, n: u64, service: &str, start: i64, dur: i64) -> SpanRecord {
     SpanRecord::new(
         TraceId([trace; 16]),
