@@ -50,6 +50,12 @@ struct Args {
     /// Seconds per signal.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
+    /// Offered load in items (spans, samples, lines) per second across all connections; each
+    /// connection sends on a fixed schedule and latency counts from the scheduled send time,
+    /// so a server that falls behind shows it (no coordinated omission). 0: as fast as the
+    /// server acknowledges (closed loop).
+    #[arg(long, default_value_t = 0)]
+    rate: u64,
     /// X-Scope-OrgID to send.
     #[arg(long, default_value = "load")]
     tenant: String,
@@ -273,10 +279,15 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
     let cpu0 = args.pid.and_then(proc_cpu_micros);
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.seconds);
+    // Open loop: each connection sends every `interval`, staggered across connections.
+    let interval = (args.rate > 0).then(|| {
+        Duration::from_secs_f64(args.batch as f64 * args.connections as f64 / args.rate as f64)
+    });
     let mut tasks = Vec::new();
     for c in 0..args.connections {
         let bodies = bodies.clone();
         let (addr, tenant) = (args.addr, args.tenant.clone());
+        let conns = args.connections.max(1) as u32;
         tasks.push(tokio::spawn(async move {
             let mut conn = TcpStream::connect(addr).await?;
             conn.set_nodelay(true)?;
@@ -284,8 +295,22 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
             let mut errors = 0u64;
             let mut buf = Vec::with_capacity(8192);
             let mut i = c;
-            while Instant::now() < deadline {
-                let t = Instant::now();
+            let mut next = started + interval.map_or(Duration::ZERO, |iv| iv * c as u32 / conns);
+            loop {
+                let t = match interval {
+                    Some(iv) => {
+                        let due = next;
+                        next += iv;
+                        if due > Instant::now() {
+                            tokio::time::sleep_until(due.into()).await;
+                        }
+                        due
+                    }
+                    None => Instant::now(),
+                };
+                if t >= deadline {
+                    break;
+                }
                 let status = post(
                     &mut conn,
                     addr,
@@ -328,8 +353,13 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
         _ => "lines",
     };
     println!(
-        "{signal}: {:.0} {unit}/s ({} requests of {}, {errors} errors, {:.1} s), ack latency p50 {:.2} ms p99 {:.2} ms{}{}",
+        "{signal}: {:.0} {unit}/s{} ({} requests of {}, {errors} errors, {:.1} s), ack latency p50 {:.2} ms p99 {:.2} ms{}{}",
         items / elapsed,
+        if args.rate > 0 {
+            format!(" (offered {})", args.rate)
+        } else {
+            String::new()
+        },
         lat.len(),
         args.batch,
         elapsed,
