@@ -309,7 +309,9 @@ pub(crate) fn predicate_columns(signal: Signal, p: &Predicate) -> Vec<&'static s
             None => vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES],
         },
         Predicate::TraceId(_) => vec![col::TRACE_ID],
-        Predicate::FullText(_) => vec![col::BODY],
+        // Answered by the text indexes (tantivy per segment, in memory for memtables), never
+        // by reading bodies.
+        Predicate::FullText(_) => Vec::new(),
     }
 }
 
