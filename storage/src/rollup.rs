@@ -23,7 +23,7 @@
 //! rows equal the same aggregates over the rows (sums up to floating-point association);
 //! quantiles of other fields need the rows. The duration lists are read only by scans that ask
 //! for them ([`crate::ScanRequest::rollup_durations`]); the rest of a rollup is kept in memory
-//! once read.
+//! once read, up to [`CACHE_BYTES`] for the whole process.
 //!
 //! A segment whose spans form so many groups that a rollup would not be much smaller than the
 //! rows gets none, and is always read row by row.
@@ -43,6 +43,37 @@ use crate::schema::col;
 
 /// File name of a segment's rollup.
 pub const ROLLUP_FILE: &str = "rollup.parquet";
+
+/// Most bytes of rollup rows the process keeps in memory; segments whose rollup does not fit
+/// read it from disk on each use (a few hundred microseconds).
+pub const CACHE_BYTES: usize = 256 << 20;
+
+static CACHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Bytes of rollup rows kept in memory now, process-wide.
+pub fn cached_bytes() -> usize {
+    CACHED.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Reserves `bytes` of the rollup cache; false when they do not fit.
+pub(crate) fn reserve_cache(bytes: usize) -> bool {
+    use std::sync::atomic::Ordering;
+    CACHED
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
+            c.checked_add(bytes).filter(|&n| n <= CACHE_BYTES)
+        })
+        .is_ok()
+}
+
+/// Gives back `bytes` of the rollup cache.
+pub(crate) fn release_cache(bytes: usize) {
+    use std::sync::atomic::Ordering;
+    if bytes > 0 {
+        let _ = CACHED.fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
+            Some(c.saturating_sub(bytes))
+        });
+    }
+}
 
 /// Width of a rollup bucket: one minute.
 pub const BUCKET_NANOS: i64 = 60_000_000_000;

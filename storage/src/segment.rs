@@ -104,6 +104,8 @@ pub struct Segment {
     /// durations file's metadata once opened.
     has_rollup: bool,
     rollup: OnceLock<RecordBatch>,
+    /// Bytes `rollup` holds against the process-wide rollup cache budget.
+    rollup_bytes: std::sync::atomic::AtomicUsize,
     durations: OnceLock<ArrowReaderMetadata>,
     /// Set once the manifest no longer names the segment; the directory is deleted when the last
     /// reader lets go.
@@ -239,19 +241,21 @@ impl Segment {
             series,
             has_rollup,
             rollup: OnceLock::new(),
+            rollup_bytes: std::sync::atomic::AtomicUsize::new(0),
             durations: OnceLock::new(),
             obsolete: AtomicBool::new(false),
         })
     }
 
-    /// The segment's rollup rows (spans; see [`crate::rollup`]), read on first use and kept;
-    /// `None` when the segment has none or one of another schema.
-    pub fn rollup(&self) -> Result<Option<&RecordBatch>> {
+    /// The segment's rollup rows (spans; see [`crate::rollup`]); `None` when the segment has
+    /// none or one of another schema. Read on first use and kept in memory while all kept
+    /// rollups of the process stay under [`crate::rollup::CACHE_BYTES`], else read each time.
+    pub fn rollup(&self) -> Result<Option<RecordBatch>> {
         if !self.has_rollup {
             return Ok(None);
         }
         if let Some(r) = self.rollup.get() {
-            return Ok(Some(r));
+            return Ok(Some(r.clone()));
         }
         let path = self.dir.join(crate::rollup::ROLLUP_FILE);
         let corrupt = |e: String| StorageError::corruption(&path, e);
@@ -275,7 +279,16 @@ impl Segment {
             .map_err(|e| corrupt(e.to_string()))?;
         let all = arrow_select::concat::concat_batches(&schema, &batches)
             .map_err(|e| corrupt(e.to_string()))?;
-        Ok(Some(self.rollup.get_or_init(|| all)))
+        let bytes = all.get_array_memory_size();
+        if crate::rollup::reserve_cache(bytes) {
+            if self.rollup.set(all.clone()).is_ok() {
+                self.rollup_bytes.store(bytes, Ordering::Release);
+            } else {
+                // Another reader cached it first.
+                crate::rollup::release_cache(bytes);
+            }
+        }
+        Ok(Some(all))
     }
 
     /// The sorted durations of rollup rows `kept` (ascending indexes into [`Segment::rollup`])
@@ -371,6 +384,7 @@ impl Segment {
 
 impl Drop for Segment {
     fn drop(&mut self) {
+        crate::rollup::release_cache(*self.rollup_bytes.get_mut());
         if self.obsolete.load(Ordering::Acquire)
             && let Err(e) = manifest::remove_segment_dir(&self.root, &self.meta)
         {

@@ -573,6 +573,10 @@ fn run_query(
         t.elapsed().as_secs_f64()
     );
     let ours = query_bench::answer_all(&store, &params, repeat, only)?;
+    println!(
+        "query: {:.1} MB of span rollups kept in memory",
+        sightline_storage::rollup::cached_bytes() as f64 / 1e6
+    );
     let peers: serde_json::Value = match python {
         None => serde_json::Value::Null,
         Some(py) => {

@@ -326,6 +326,7 @@ impl Segment {
         let Some(rollup) = self.rollup()? else {
             return Ok(None);
         };
+        let rollup = &rollup;
         let mut masks = Vec::new();
         if req.time != TimeRange::ALL {
             let mut keep = Vec::with_capacity(rollup.num_rows());
