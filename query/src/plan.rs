@@ -317,19 +317,22 @@ impl Plan {
                 GroupBy::Key(k) => key_ok(k),
                 GroupBy::Time(step) => step % rollup::BUCKET_NANOS == 0,
             })
-            && self.aggregates.iter().all(|a| match a.func {
-                AggFunc::Count | AggFunc::Rate | AggFunc::ErrorRatio => true,
-                AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max => a
+            && self.aggregates.iter().all(|a| {
+                let column = a
                     .field
                     .as_deref()
                     .and_then(|f| fields::numeric_field(self.signal, f).ok())
-                    .is_some_and(|f| rollup::is_measure(f.column)),
-                // Rollups keep every span's duration, sorted.
-                AggFunc::Quantile(_) => a
-                    .field
-                    .as_deref()
-                    .and_then(|f| fields::numeric_field(self.signal, f).ok())
-                    .is_some_and(|f| f.column == sightline_storage::schema::col::DURATION),
+                    .map(|f| f.column);
+                match a.func {
+                    AggFunc::Count | AggFunc::Rate | AggFunc::ErrorRatio => true,
+                    AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max => {
+                        column.is_some_and(rollup::is_measure)
+                    }
+                    // Rollups keep every span's duration, sorted.
+                    AggFunc::Quantile(_) => {
+                        column == Some(sightline_storage::schema::col::DURATION)
+                    }
+                }
             })
     }
 

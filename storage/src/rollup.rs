@@ -38,6 +38,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use rustc_hash::FxHashMap;
 
+use crate::columnar::decode_column as column;
 use crate::error::{Result, StorageError};
 use crate::schema::col;
 
@@ -244,13 +245,6 @@ impl Num<'_> {
             Num::F64(a) => a.is_valid(i).then(|| a.value(i)),
         }
     }
-}
-
-fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
-    batch
-        .column_by_name(name)
-        .and_then(|a| a.as_any().downcast_ref::<T>())
-        .ok_or_else(|| StorageError::InvalidInput(format!("span batch lacks column {name}")))
 }
 
 /// Builds the rollup of a batch of spans (any order); `None` when the spans form too many

@@ -16,6 +16,7 @@ use sightline_storage::schema::col;
 use super::fields::{KeyCol, NumCol, numeric_field, times};
 use super::{AggFunc, Explain, GroupBy, MAX_GROUPS, OrderBy, OrderKey, Plan, Table};
 use crate::error::{QueryError, Result};
+use crate::traces::filter::column;
 
 /// One output value.
 #[derive(Clone, Debug, PartialEq)]
@@ -235,19 +236,10 @@ struct RollupCols<'a> {
     durations: Option<Durations<'a>>,
 }
 
-fn rollup_col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
-    batch
-        .column_by_name(name)
-        .and_then(|a| a.as_any().downcast_ref::<T>())
-        .ok_or_else(|| {
-            QueryError::Execution(format!("rollup column {name} missing or of another type"))
-        })
-}
-
 impl<'a> RollupCols<'a> {
     fn new(batch: &'a RecordBatch, measure: Option<&str>, quantile: bool) -> Result<Self> {
         let durations = if quantile {
-            let lists: &ListArray = rollup_col(batch, rollup::DURATIONS)?;
+            let lists: &ListArray = column(batch, rollup::DURATIONS)?;
             let values: &Int64Array = lists.values().as_any().downcast_ref().ok_or_else(|| {
                 QueryError::Execution("rollup durations are not 64-bit integers".into())
             })?;
@@ -260,15 +252,15 @@ impl<'a> RollupCols<'a> {
         };
         let measure = match measure {
             Some(m) => Some(MeasureCols {
-                count: rollup_col(batch, &rollup::measure_column(m, Part::Count))?,
-                sum: rollup_col(batch, &rollup::measure_column(m, Part::Sum))?,
-                min: rollup_col(batch, &rollup::measure_column(m, Part::Min))?,
-                max: rollup_col(batch, &rollup::measure_column(m, Part::Max))?,
+                count: column(batch, &rollup::measure_column(m, Part::Count))?,
+                sum: column(batch, &rollup::measure_column(m, Part::Sum))?,
+                min: column(batch, &rollup::measure_column(m, Part::Min))?,
+                max: column(batch, &rollup::measure_column(m, Part::Max))?,
             }),
             None => None,
         };
         Ok(Self {
-            rows: rollup_col(batch, rollup::ROWS)?,
+            rows: column(batch, rollup::ROWS)?,
             status: batch
                 .column_by_name(col::STATUS_CODE)
                 .and_then(|a| a.as_any().downcast_ref()),
@@ -427,8 +419,8 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch], rollups: &[RecordBatch])
         // A rollup row's extent, for rates over the rows' own time span.
         let extent: Option<(&Int64Array, &Int64Array)> = if is_rollup {
             Some((
-                rollup_col(batch, rollup::TIME_MIN)?,
-                rollup_col(batch, rollup::TIME_MAX)?,
+                column(batch, rollup::TIME_MIN)?,
+                column(batch, rollup::TIME_MAX)?,
             ))
         } else {
             None

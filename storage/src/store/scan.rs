@@ -205,21 +205,18 @@ fn read_segments(
     let mut plans: Vec<Option<SegmentPlan>> = Vec::with_capacity(segments.len());
     for seg in segments {
         let mut stats = ScanStats::default();
-        let res = match seg.scan_rollup(compiled, &mut stats) {
-            Ok(Some(rows)) => {
-                plans.push(None);
-                Ok(SegmentRows::Rollup(rows))
+        let answer = match seg.scan_rollup(compiled, &mut stats) {
+            Ok(Some(rows)) => Ok((SegmentRows::Rollup(rows), None)),
+            Ok(None) => seg
+                .prepare(compiled, &mut stats)
+                .map(|plan| (SegmentRows::Rows(Vec::new()), plan)),
+            Err(e) => Err(e),
+        };
+        let res = match answer {
+            Ok((rows, plan)) => {
+                plans.push(plan);
+                Ok(rows)
             }
-            Ok(None) => match seg.prepare(compiled, &mut stats) {
-                Ok(plan) => {
-                    plans.push(plan);
-                    Ok(SegmentRows::Rows(Vec::new()))
-                }
-                Err(e) => {
-                    plans.push(None);
-                    Err(e)
-                }
-            },
             Err(e) => {
                 plans.push(None);
                 Err(e)
