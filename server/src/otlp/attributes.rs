@@ -113,7 +113,8 @@ fn convert_list(kvs: &[KeyValue], limits: &Limits, depth: usize) -> Result<Attri
 
 /// Converts an attribute list.
 pub fn convert_attributes(kvs: &[KeyValue], limits: &Limits) -> Result<Attributes, ItemError> {
-    if kvs.len() <= 8 {
+    // Comparing keys pairwise (lengths first) costs less than hashing them below a few dozen.
+    if kvs.len() <= 24 {
         return convert_list(kvs, limits, 0);
     }
     // Many keys: dedupe with a hash set instead of the quadratic scan.
@@ -222,6 +223,21 @@ mod tests {
             AttrValue::KvList(vec![("k".into(), AttrValue::Str("v".into()))])
         );
         assert_eq!(out[7].1, AttrValue::Empty);
+    }
+
+    #[test]
+    fn many_keys_with_duplicates_keep_first_position_and_last_value() {
+        let limits = Limits::default();
+        let mut attrs: Vec<KeyValue> = (0..40)
+            .map(|i| kv(&format!("k{i}"), Value::IntValue(i)))
+            .collect();
+        attrs.push(kv("k3", Value::StringValue("late".into())));
+        attrs.push(kv("k39", Value::IntValue(-1)));
+        let out = convert_attributes(&attrs, &limits).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(out.len(), 40);
+        assert_eq!(out[3], ("k3".into(), AttrValue::Str("late".into())));
+        assert_eq!(out[39], ("k39".into(), AttrValue::Int(-1)));
+        assert_eq!(out[4], ("k4".into(), AttrValue::Int(4)));
     }
 
     #[test]

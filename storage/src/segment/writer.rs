@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, MapArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_ord::sort::{SortColumn, lexsort_to_indices};
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
+use parquet::basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
@@ -170,7 +170,27 @@ fn writer_properties(
                 .set_column_encoding(path(col::VALUE), Encoding::BYTE_STREAM_SPLIT);
         }
     }
+    // Min/max only where a reader can prune with it. Spans are sorted by trace and logs by
+    // time, so a row group's range of any string column is (nearly) its whole domain, and the
+    // min/max of nested leaves (attribute maps, events, links, list items) mixes every key's
+    // values; attribute and text lookups go through postings and the text index instead.
+    // String min/max was half of the Parquet encode (0.7 of 1.6 us per span).
+    for leaf in unprunable_leaves(signal)? {
+        b = b.set_column_statistics_enabled(leaf, EnabledStatistics::None);
+    }
     Ok(b.build())
+}
+
+/// Leaf columns written without statistics: every nested leaf and every string column.
+/// Time columns, ids (trace_id's statistics and page index find a trace) and numbers keep them.
+fn unprunable_leaves(signal: Signal) -> Result<Vec<ColumnPath>> {
+    let descr = ArrowSchemaConverter::new().convert(&schema::of(signal))?;
+    Ok(descr
+        .columns()
+        .iter()
+        .filter(|c| c.path().parts().len() > 1 || c.physical_type() == PhysicalType::BYTE_ARRAY)
+        .map(|c| c.path().clone())
+        .collect())
 }
 
 fn write_parquet(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<()> {
@@ -527,6 +547,50 @@ mod timing {
                 us(t_roll),
                 rollup.map_or(0, |r| r.rows.num_rows())
             );
+        }
+    }
+
+    /// Statistics stay on ids, times and numbers (the pruner reads trace_id and time ranges,
+    /// a trace lookup the trace_id page index) and are off on strings and nested leaves.
+    #[test]
+    fn statistics_only_where_readers_prune() {
+        let n = 2_000;
+        let batch = columnar::spans_to_batch(&load_spans(n)).unwrap();
+        let sorted = sort_for_segment(Signal::Spans, &batch).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("d.parquet");
+        let props =
+            writer_properties(Signal::Spans, n as usize, &SegmentWriteOptions::default()).unwrap();
+        write_parquet(&file, &sorted, props).unwrap();
+        let reader = parquet::file::serialized_reader::SerializedFileReader::new(
+            fs::File::open(&file).unwrap(),
+        )
+        .unwrap();
+        use parquet::file::reader::FileReader as _;
+        let rg = reader.metadata().row_group(0);
+        let has_stats = |name: &str| {
+            let c = (0..rg.num_columns())
+                .map(|i| rg.column(i))
+                .find(|c| c.column_path().string() == name)
+                .unwrap_or_else(|| panic!("no column {name}"));
+            c.statistics().is_some_and(|s| s.min_bytes_opt().is_some())
+        };
+        for kept in [
+            col::TRACE_ID,
+            col::START_TIME,
+            col::DURATION,
+            col::GEN_AI_INPUT_TOKENS,
+        ] {
+            assert!(has_stats(kept), "{kept} lost its statistics");
+        }
+        for dropped in [
+            col::SERVICE_NAME,
+            col::GEN_AI_REQUEST_MODEL,
+            "attributes.entries.key",
+            "attributes.entries.value.str",
+            "resource_attributes.entries.value.str",
+        ] {
+            assert!(!has_stats(dropped), "{dropped} still has statistics");
         }
     }
 }
