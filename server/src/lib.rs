@@ -27,6 +27,7 @@ pub mod grpc;
 pub mod http;
 pub mod ingest;
 pub mod limits;
+pub mod loadgen;
 pub mod otlp;
 pub mod quality;
 pub mod query_cli;
