@@ -25,9 +25,10 @@ use crate::nab_io::{self, NabSeries};
 use crate::{Res, mean};
 
 /// Detectors compared on NAB, in table order.
-pub const DETECTORS: [&str; 5] = [
+pub const DETECTORS: [&str; 6] = [
     "N-BEATS",
     "N-BEATS 6-step",
+    "N-BEATS online",
     "seasonal naive",
     "rolling z-score",
     "rolling median/MAD",
@@ -303,6 +304,10 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
                     Some(m) => expect::nbeats_one_step(m, &f.values),
                     None => expect::rolling_median_mad(&f.values, 100),
                 },
+                "N-BEATS online" => match &model {
+                    Some(m) => online_one_step(m, &f.values, prob, &model_cfg, &train_cfg),
+                    None => expect::rolling_median_mad(&f.values, 100),
+                },
                 "N-BEATS 6-step" => match &model {
                     Some(m) => expect::nbeats_k_step(m, &f.values, H),
                     None => expect::rolling_median_mad(&f.values, 100),
@@ -374,6 +379,35 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
         save_cache(dir, &all)?;
     }
     Ok(all)
+}
+
+/// One-step expectations from models retrained causally as the file is read, as the server's
+/// scheduler retrains: the probationary model until `2·prob`, then a model trained on
+/// `values[..2·prob]` until `4·prob`, then one on `values[..4·prob]` to the end. Each model only
+/// forecasts points after the data it was trained on.
+fn online_one_step(
+    first: &sightline_detect::forecast::TrainedModel,
+    values: &[f64],
+    prob: usize,
+    model_cfg: &NBeatsConfig,
+    train_cfg: &TrainConfig,
+) -> Result<Expectation, sightline_detect::DetectError> {
+    let mut exp = expect::nbeats_one_step(first, values)?;
+    let mut cut = 2 * prob;
+    while cut + 1 < values.len() {
+        let Ok(model) = train(&values[..cut], None, model_cfg, train_cfg, &mut no_progress) else {
+            break;
+        };
+        let later = expect::nbeats_one_step(&model, values)?;
+        // Both expectations index `t = start..n`; replace from `cut` on.
+        let from = cut.max(exp.start).max(later.start);
+        for t in from..values.len() {
+            exp.expected[t - exp.start] = later.expected[t - later.start];
+            exp.scale[t - exp.start] = later.scale[t - later.start];
+        }
+        cut *= 2;
+    }
+    Ok(exp)
 }
 
 fn cache_path(dir: &Path, d: usize) -> PathBuf {
