@@ -1,6 +1,6 @@
 //! Where selectors read samples from: the store, or any [`SampleSource`] (tests use a fixed one).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use arrow_array::{Array, Float64Array, TimestampMillisecondArray, UInt64Array};
@@ -51,7 +51,7 @@ impl SampleSource for StoreSource<'_> {
         let mut req = ScanRequest::new(self.tenant.clone(), Signal::Samples, range);
         req.predicates = matchers.iter().cloned().map(Predicate::Attr).collect();
         let res = self.store.scan(&req)?;
-        let mut by_id: HashMap<u64, (Vec<i64>, Vec<f64>)> = HashMap::new();
+        let mut by_id: FxHashMap<u64, (Vec<i64>, Vec<f64>)> = FxHashMap::default();
         for b in &res.batches {
             let ids = b
                 .column_by_name(col::SERIES_ID)
@@ -65,10 +65,16 @@ impl SampleSource for StoreSource<'_> {
                 .column_by_name(col::VALUE)
                 .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
                 .ok_or_else(|| QueryError::Execution("sample batch without value".into()))?;
-            for i in 0..b.num_rows() {
-                let e = by_id.entry(ids.value(i)).or_default();
-                e.0.push(ts.value(i));
-                e.1.push(vals.value(i));
+            // Segments hold samples sorted by series: copy each run of one series at once.
+            let (ids, ts, vals) = (ids.values(), ts.values(), vals.values());
+            let mut i = 0;
+            while i < ids.len() {
+                let id = ids[i];
+                let run = ids[i..].iter().take_while(|&&x| x == id).count();
+                let e = by_id.entry(id).or_default();
+                e.0.extend_from_slice(&ts[i..i + run]);
+                e.1.extend_from_slice(&vals[i..i + run]);
+                i += run;
             }
         }
         let mut out = Vec::with_capacity(defs.len());

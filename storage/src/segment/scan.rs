@@ -2,6 +2,8 @@
 //! statistics, read only the surviving rows and columns, then filter exactly.
 
 use std::collections::HashSet;
+
+use rustc_hash::FxHashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -98,7 +100,7 @@ pub(crate) struct SegmentPlan {
 pub(crate) struct CompiledScan<'a> {
     pub req: &'a ScanRequest,
     /// Samples: ids of the series whose labels satisfy every matcher (`None`: no matcher).
-    pub series_filter: Option<Arc<HashSet<u64>>>,
+    pub series_filter: Option<Arc<FxHashSet<u64>>>,
     /// Columns read from storage (output plus what predicates need), in schema order.
     pub read_columns: Vec<usize>,
     /// Output columns, by name, in the requested order.
@@ -111,7 +113,7 @@ pub(crate) struct CompiledScan<'a> {
 impl<'a> CompiledScan<'a> {
     pub(crate) fn new(
         req: &'a ScanRequest,
-        series_filter: Option<Arc<HashSet<u64>>>,
+        series_filter: Option<Arc<FxHashSet<u64>>>,
     ) -> Result<Self> {
         req.validate()?;
         let schema = schema::of(req.signal);
@@ -201,11 +203,22 @@ impl<'a> CompiledScan<'a> {
         if signal == Signal::Samples {
             if let Some(set) = &self.series_filter {
                 let ids = crate::columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
-                masks.push(
+                masks.push(if ids.null_count() == 0 {
+                    // Segments hold samples sorted by series: one lookup per run of a series.
+                    let ids = ids.values();
+                    let mut keep = Vec::with_capacity(ids.len());
+                    let mut i = 0;
+                    while i < ids.len() {
+                        let run = ids[i..].iter().take_while(|&&x| x == ids[i]).count();
+                        keep.resize(i + run, set.contains(&ids[i]));
+                        i += run;
+                    }
+                    BooleanArray::from(keep)
+                } else {
                     ids.iter()
                         .map(|v| Some(v.is_some_and(|v| set.contains(&v))))
-                        .collect(),
-                );
+                        .collect()
+                });
             }
         } else {
             for m in self.matchers().filter(|_| matchers) {

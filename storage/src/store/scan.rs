@@ -1,6 +1,6 @@
 //! Scans: snapshot segments and memtables under the state lock, then read without it.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -62,7 +62,7 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             if matchers.is_empty() {
                 None
             } else {
-                let ids: HashSet<u64> = state
+                let ids: FxHashSet<u64> = state
                     .catalogs
                     .get(&req.tenant)
                     .map(|c| c.select(&matchers).iter().map(|d| d.id.0).collect())
