@@ -7,6 +7,19 @@ use crate::model::{METRIC_NAME_LABEL, SeriesDef};
 use crate::predicate::{MatchOp, Matcher};
 use crate::types::SeriesId;
 
+/// The runs of equal series ids in `ids`, as index ranges in order. Segments hold samples
+/// sorted by series, so readers do per-series work once per run instead of once per sample
+/// (unsorted input, such as a memtable, just gives runs of one).
+pub fn id_runs(ids: &[u64]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let id = *ids.get(i)?;
+        let start = i;
+        i += ids[i..].iter().take_while(|&&x| x == id).count();
+        Some(start..i)
+    })
+}
+
 /// Known series of a tenant.
 #[derive(Debug, Default, Clone)]
 pub struct SeriesCatalog {
@@ -114,6 +127,13 @@ impl SeriesCatalog {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn id_runs_cover_every_index_once() {
+        let runs: Vec<_> = super::id_runs(&[7, 7, 3, 9, 9, 9, 7]).collect();
+        assert_eq!(runs, vec![0..2, 2..3, 3..6, 6..7]);
+        assert_eq!(super::id_runs(&[]).count(), 0);
+    }
+
     use super::*;
     use crate::model::MetricKind;
 

@@ -16,7 +16,9 @@ use sightline_detect::anomaly::{
 };
 use sightline_detect::forecast::baseline::seasonal_naive;
 use sightline_detect::forecast::metrics::{mase, smape};
-use sightline_detect::forecast::{Architecture, NBeatsConfig, TrainConfig, no_progress, train};
+use sightline_detect::forecast::{
+    Architecture, NBeatsConfig, TrainConfig, TrainedModel, no_progress, train,
+};
 use sightline_detect::nab::{
     CostProfile, NabFile, NabScore, onset_scores, probationary_len, score_detector,
 };
@@ -386,12 +388,12 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
 /// `values[..2·prob]` until `4·prob`, then one on `values[..4·prob]` to the end. Each model only
 /// forecasts points after the data it was trained on.
 fn online_one_step(
-    first: &sightline_detect::forecast::TrainedModel,
+    first: &TrainedModel,
     values: &[f64],
     prob: usize,
     model_cfg: &NBeatsConfig,
     train_cfg: &TrainConfig,
-) -> Result<Expectation, sightline_detect::DetectError> {
+) -> sightline_detect::Result<Expectation> {
     let mut exp = expect::nbeats_one_step(first, values)?;
     let mut cut = 2 * prob;
     while cut + 1 < values.len() {

@@ -1,10 +1,11 @@
 //! Where selectors read samples from: the store, or any [`SampleSource`] (tests use a fixed one).
 
-use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use arrow_array::{Array, Float64Array, TimestampMillisecondArray, UInt64Array};
+use rustc_hash::FxHashMap;
 use sightline_storage::schema::col;
+use sightline_storage::series::id_runs;
 use sightline_storage::{
     MatchOp, Matcher, Predicate, ScanRequest, Signal, Store, TenantId, TimeRange, UnixNanos,
 };
@@ -65,16 +66,11 @@ impl SampleSource for StoreSource<'_> {
                 .column_by_name(col::VALUE)
                 .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
                 .ok_or_else(|| QueryError::Execution("sample batch without value".into()))?;
-            // Segments hold samples sorted by series: copy each run of one series at once.
             let (ids, ts, vals) = (ids.values(), ts.values(), vals.values());
-            let mut i = 0;
-            while i < ids.len() {
-                let id = ids[i];
-                let run = ids[i..].iter().take_while(|&&x| x == id).count();
-                let e = by_id.entry(id).or_default();
-                e.0.extend_from_slice(&ts[i..i + run]);
-                e.1.extend_from_slice(&vals[i..i + run]);
-                i += run;
+            for run in id_runs(ids) {
+                let e = by_id.entry(ids[run.start]).or_default();
+                e.0.extend_from_slice(&ts[run.clone()]);
+                e.1.extend_from_slice(&vals[run]);
             }
         }
         let mut out = Vec::with_capacity(defs.len());

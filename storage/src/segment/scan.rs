@@ -2,8 +2,6 @@
 //! statistics, read only the surviving rows and columns, then filter exactly.
 
 use std::collections::HashSet;
-
-use rustc_hash::FxHashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -16,6 +14,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::statistics::Statistics;
 use roaring::RoaringBitmap;
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::Segment;
@@ -204,14 +203,10 @@ impl<'a> CompiledScan<'a> {
             if let Some(set) = &self.series_filter {
                 let ids = crate::columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
                 masks.push(if ids.null_count() == 0 {
-                    // Segments hold samples sorted by series: one lookup per run of a series.
                     let ids = ids.values();
                     let mut keep = Vec::with_capacity(ids.len());
-                    let mut i = 0;
-                    while i < ids.len() {
-                        let run = ids[i..].iter().take_while(|&&x| x == ids[i]).count();
-                        keep.resize(i + run, set.contains(&ids[i]));
-                        i += run;
+                    for run in crate::series::id_runs(ids) {
+                        keep.resize(run.end, set.contains(&ids[run.start]));
                     }
                     BooleanArray::from(keep)
                 } else {
