@@ -18,6 +18,7 @@ pub mod expect;
 pub mod likelihood;
 pub mod multi;
 pub mod score;
+pub mod streaming_likelihood;
 pub mod sustained;
 
 pub use conformal::{Calibrator, Direction, conformal_quantile, conformal_score};
@@ -29,5 +30,9 @@ pub use multi::{Finding, FindingKind, ServiceReport, ServiceSeries, SignalRole, 
 pub use score::{
     AnomalyConfig, AnomalyReport, Calibration, DetectorKind, ScoredSeries, detect,
     score_expectation,
+};
+pub use streaming_likelihood::{
+    ResidualLikelihoodConfig, StreamingLikelihood, StreamingLikelihoodConfig,
+    residual_likelihood_scores, streaming_likelihood,
 };
 pub use sustained::{Alert, SustainedConfig, sustained_alerts};

@@ -38,7 +38,8 @@ pub use config::{
 };
 pub use ensemble::{Ensemble, EnsembleConfig, median_combine, train_ensemble};
 pub use model::{
-    ForecastMetrics, ModelCard, TrainMetrics, TrainedModel, TrainingWindow, candle_device,
+    ForecastMetrics, Forecaster, ModelCard, TrainMetrics, TrainedModel, TrainingWindow,
+    candle_device,
 };
 pub use nbeats::NBeats;
 pub use persist::{SavedModel, load_dir, save_dir};

@@ -207,6 +207,17 @@ fn median_ensemble_of_lookbacks() {
     let f = e.forecast(&series).unwrap_or_default();
     assert_eq!(f.len(), H);
     assert!(f.iter().all(|v| v.is_finite()));
+    // the ensemble drives the k-step detector like a single model: the first expectation
+    // needs the longest lookback plus k − 1 points
+    let exp = sightline_detect::anomaly::expect::nbeats_k_step(&e, &series, 2)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(exp.start, 4 * H + 1);
+    assert_eq!(exp.expected.len(), series.len() - exp.start);
+    assert!(exp.scale.iter().all(|s| *s > 0.0));
+    // step 2 of the forecast from the window ending one point before t
+    let t = series.len() - 1;
+    let direct = e.forecast(&series[..t - 1]).unwrap_or_default();
+    assert!((exp.expected[t - exp.start] - direct[1]).abs() < 1e-9);
 }
 
 #[test]

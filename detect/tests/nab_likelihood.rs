@@ -3,8 +3,9 @@
 
 use proptest::prelude::*;
 use sightline_detect::anomaly::{
-    Calibration, Direction, Expectation, LikelihoodConfig, anomaly_likelihood, first_detections,
-    log_likelihood, score_expectation, spatial_novelty,
+    Calibration, Direction, Expectation, LikelihoodConfig, ResidualLikelihoodConfig,
+    StreamingLikelihoodConfig, anomaly_likelihood, first_detections, log_likelihood,
+    residual_likelihood_scores, score_expectation, spatial_novelty, streaming_likelihood,
 };
 use sightline_detect::forecast::rng::SplitMix64;
 use sightline_detect::nab::{CostProfile, NabFile, point_weights, score_detector};
@@ -367,4 +368,46 @@ fn nbeats_k_step_expectations_come_from_the_right_origin() {
     assert!(nbeats_k_step(&m, &series, 0).is_err());
     assert!(nbeats_k_step(&m, &series, 5).is_err());
     assert!(nbeats_k_step(&m, &series[..l + 2], 3).is_err());
+}
+
+proptest! {
+    /// Whatever the values and raw scores (NaN, infinities, huge, flat), the streaming
+    /// likelihood stays in [0, 1] and the residual scores in [0, 1], one per point.
+    #[test]
+    fn streaming_likelihood_is_a_probability(
+        values in prop::collection::vec(
+            prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(1.0), -1e12f64..1e12],
+            0..400,
+        ),
+        raw_seed in 0u64..1000,
+        prob in 0usize..120,
+    ) {
+        let n = values.len();
+        let raw: Vec<f64> = (0..n)
+            .map(|i| match (i as u64 * 7919 + raw_seed) % 11 {
+                0 => f64::NAN,
+                1 => 1.0,
+                k => k as f64 / 20.0,
+            })
+            .collect();
+        let l = streaming_likelihood(&values, &raw, StreamingLikelihoodConfig::for_probationary(prob))
+            .unwrap_or_default();
+        prop_assert_eq!(l.len(), n);
+        prop_assert!(l.iter().all(|v| (0.0..=1.0).contains(v)));
+        if n > 1 {
+            let exp = Expectation {
+                start: 1,
+                expected: values[..n - 1].to_vec(),
+                scale: vec![1.0; n - 1],
+            };
+            let s = residual_likelihood_scores(
+                &values,
+                &exp,
+                &ResidualLikelihoodConfig::for_probationary(prob),
+            )
+            .unwrap_or_default();
+            prop_assert_eq!(s.len(), n);
+            prop_assert!(s.iter().all(|v| (0.0..=1.0).contains(v)));
+        }
+    }
 }

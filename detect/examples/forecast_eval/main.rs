@@ -226,7 +226,7 @@ fn nab(limit: usize, explore: bool) -> Res<()> {
     };
     nab_eval::table(&files, &all, &posts)?;
     if explore {
-        nab_eval::breakdown(&files, &all[0], nab_eval::recommended())?;
+        nab_eval::breakdown(&files, &all[nab_eval::HEADLINE], nab_eval::recommended())?;
     }
     println!("\n(NAB part: {:.0} s in total)", t0.elapsed().as_secs_f64());
     Ok(())
@@ -441,6 +441,24 @@ fn main() -> Res<()> {
     let only = std::env::args().nth(1).unwrap_or_default();
     let (gen_count, nab_limit) = if quick { (4, 12) } else { (8, usize::MAX) };
     let mut train_secs = f64::NAN;
+    if only == "nab-horizons" {
+        let files = nab_eval::corpus(nab_limit)?;
+        let t0 = Instant::now();
+        let h = std::env::var("SIGHTLINE_NAB_H")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(6);
+        let hz = nab_eval::horizon_expectations(&files, h)?;
+        println!("horizon expectations: {:.0} s", t0.elapsed().as_secs_f64());
+        return nab_eval::horizon_table(&files, &hz);
+    }
+    if only == "nab-raw" {
+        let dir = std::env::args()
+            .nth(2)
+            .ok_or("usage: forecast_eval nab-raw <results> <detector>")?;
+        let det = std::env::args().nth(3).unwrap_or_else(|| "numenta".into());
+        return nab_eval::published_raw(std::path::Path::new(&dir), &det);
+    }
     if only == "nab-published" {
         let dir = std::env::args()
             .nth(2)

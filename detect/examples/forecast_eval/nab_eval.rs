@@ -11,13 +11,15 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use sightline_detect::anomaly::expect::{self, Expectation};
 use sightline_detect::anomaly::{
-    Calibration, Direction, LikelihoodConfig, anomaly_likelihood, first_detections, log_likelihood,
-    score_expectation, spatial_novelty,
+    Calibration, Direction, LikelihoodConfig, ResidualLikelihoodConfig, StreamingLikelihoodConfig,
+    anomaly_likelihood, first_detections, log_likelihood, residual_likelihood_scores,
+    score_expectation, spatial_novelty, streaming_likelihood,
 };
 use sightline_detect::forecast::baseline::seasonal_naive;
 use sightline_detect::forecast::metrics::{mase, smape};
 use sightline_detect::forecast::{
-    Architecture, NBeatsConfig, TrainConfig, TrainedModel, no_progress, train,
+    Architecture, EnsembleConfig, Forecaster, NBeatsConfig, TrainConfig, TrainControl,
+    TrainedModel, no_progress, train, train_ensemble,
 };
 use sightline_detect::nab::{
     CostProfile, NabFile, NabScore, onset_scores, probationary_len, score_detector,
@@ -29,8 +31,8 @@ use crate::{Res, mean};
 /// Detectors compared on NAB, in table order.
 pub const DETECTORS: [&str; 6] = [
     "N-BEATS",
-    "N-BEATS 6-step",
-    "N-BEATS online",
+    "N-BEATS 2-step",
+    "N-BEATS 2-step online",
     "seasonal naive",
     "rolling z-score",
     "rolling median/MAD",
@@ -58,6 +60,9 @@ pub enum Post {
     /// Spatial novelty alone (1 where the value leaves the range seen so far, else 0): the
     /// floor that any forecaster has to improve on.
     Novelty,
+    /// [`residual_likelihood_scores`]: standardised residuals saturating at `saturation`
+    /// scales, streaming anomaly likelihood with HTM's settings, spatial novelty (5%).
+    Streaming { saturation: f64 },
     /// Anomaly likelihood of the conformal score, log-scaled, first detections with
     /// `cooldown`, and spatial novelty (after `novelty_quiet` quiet points) forced to 1.
     Likelihood {
@@ -83,6 +88,9 @@ pub enum Post {
 impl Post {
     pub fn label(&self) -> String {
         match self {
+            Post::Streaming { saturation } => {
+                format!("streaming likelihood of min(1, abs z / {saturation}) + novelty 0.05")
+            }
             Post::Raw { cal } => format!("conformal score (cal {cal})"),
             Post::Novelty => "spatial novelty only (tolerance 0)".into(),
             Post::Onset { cal, run, cooldown } => {
@@ -175,6 +183,14 @@ pub fn post_process(values: &[f64], exp: &Expectation, post: Post) -> Res<Vec<f6
     let n = values.len();
     let prob = probationary_len(n);
     Ok(match post {
+        Post::Streaming { saturation } => residual_likelihood_scores(
+            values,
+            exp,
+            &ResidualLikelihoodConfig {
+                saturation,
+                ..ResidualLikelihoodConfig::for_probationary(prob)
+            },
+        )?,
         Post::Raw { cal } => conformal(values, exp, cal, false)?
             .into_iter()
             .map(|v| if v.is_finite() { v } else { 0.0 })
@@ -257,24 +273,22 @@ fn nab_season(ts: &[i64]) -> usize {
     (86_400 / step).max(1) as usize
 }
 
-/// Expectations of every detector for every file (`[detector][file]`), computed or cached;
-/// prints the forecasting-accuracy table on the way when computed.
-pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
-    let cache: Option<PathBuf> = std::env::var("SIGHTLINE_NAB_CACHE").ok().map(PathBuf::from);
-    if let Some(dir) = &cache
-        && let Ok(all) = load_cache(dir, files.len())
-    {
-        println!("(expectations read from {})", dir.display());
-        return Ok(all);
+/// Forecast horizon of the NAB models.
+const H: usize = 12;
+
+/// Forecast origin of the headline detector: `ŷ_t` is forecast from the values before `t − 1`,
+/// so the first point of an excursion is not yet in the lookback of the second's forecast.
+const K: usize = 2;
+
+/// Index of the headline detector ("N-BEATS 2-step") in [`DETECTORS`].
+pub const HEADLINE: usize = 1;
+
+/// N-BEATS-G (L = 7H, width 64) and its training settings for NAB files.
+fn nab_model(h: usize) -> (NBeatsConfig, TrainConfig) {
+    let mut model_cfg = NBeatsConfig::small(Architecture::Generic, h, 7);
+    for s in &mut model_cfg.stacks {
+        s.width = 64;
     }
-    const H: usize = 6;
-    let model_cfg = {
-        let mut c = NBeatsConfig::small(Architecture::Generic, H, 7);
-        for s in &mut c.stacks {
-            s.width = 64;
-        }
-        c
-    };
     let train_cfg = TrainConfig {
         max_steps: 300,
         batch_size: 128,
@@ -283,6 +297,103 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
         patience: 3,
         ..TrainConfig::default()
     };
+    (model_cfg, train_cfg)
+}
+
+/// Exploration: N-BEATS `k`-step expectations for every `k = 1..=H` (`[k-1][file]`), from the
+/// same probationary models as [`expectations`]; cached under `$SIGHTLINE_NAB_CACHE/horizons`.
+pub fn horizon_expectations(files: &[NabSeries], h: usize) -> Res<Vec<Vec<Expectation>>> {
+    let seed: u64 = std::env::var("SIGHTLINE_NAB_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // lookback multiples of a median ensemble, e.g. "3,5,7"; empty: one model with L = 7H
+    let multiples: Vec<usize> = std::env::var("SIGHTLINE_NAB_ENSEMBLE")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    let tag = format!(
+        "horizons-{h}{}{}",
+        if seed == 0 {
+            String::new()
+        } else {
+            format!("-seed{seed}")
+        },
+        if multiples.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "-ens{}",
+                multiples
+                    .iter()
+                    .map(|m| m.to_string())
+                    .collect::<Vec<_>>()
+                    .join("_")
+            )
+        }
+    );
+    let cache: Option<PathBuf> = std::env::var("SIGHTLINE_NAB_CACHE")
+        .ok()
+        .map(|d| PathBuf::from(d).join(tag));
+    if let Some(dir) = &cache
+        && let Ok(all) = load_cache(dir, files.len(), &horizon_names(h))
+    {
+        return Ok(all);
+    }
+    let (model_cfg, mut train_cfg) = nab_model(h);
+    train_cfg.seed = seed;
+    let mut all: Vec<Vec<Expectation>> = vec![Vec::new(); h];
+    for f in files {
+        let prob = probationary_len(f.values.len());
+        let history = &f.values[..prob];
+        let model: Option<Box<dyn Forecaster>> = if multiples.is_empty() {
+            train(history, None, &model_cfg, &train_cfg, &mut no_progress)
+                .ok()
+                .map(|m| Box::new(m) as Box<dyn Forecaster>)
+        } else {
+            let ens = EnsembleConfig {
+                lookback_multiples: multiples.clone(),
+                seeds: vec![seed],
+            };
+            train_ensemble(history, None, &model_cfg, &train_cfg, &ens, &mut |_, _| {
+                TrainControl::Continue
+            })
+            .ok()
+            .map(|m| Box::new(m) as Box<dyn Forecaster>)
+        };
+        for (k, per) in all.iter_mut().enumerate() {
+            per.push(match &model {
+                Some(m) => expect::nbeats_k_step(m.as_ref(), &f.values, k + 1),
+                None => expect::rolling_median_mad(&f.values, 100),
+            }?);
+        }
+    }
+    if let Some(dir) = &cache {
+        save_cache(dir, &horizon_names(h), &all)?;
+    }
+    Ok(all)
+}
+
+fn horizon_names(h: usize) -> Vec<String> {
+    (1..=h).map(|k| format!("{k}-step")).collect()
+}
+
+fn detector_names() -> Vec<String> {
+    DETECTORS.iter().map(|d| format!("h{H}-{d}")).collect()
+}
+
+/// Expectations of every detector for every file (`[detector][file]`), computed or cached;
+/// prints the forecasting-accuracy table on the way when computed.
+pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
+    let cache: Option<PathBuf> = std::env::var("SIGHTLINE_NAB_CACHE").ok().map(PathBuf::from);
+    if let Some(dir) = &cache
+        && let Ok(all) = load_cache(dir, files.len(), &detector_names())
+    {
+        println!("(expectations read from {})", dir.display());
+        return Ok(all);
+    }
+    let (model_cfg, train_cfg) = nab_model(H);
     let mut all: Vec<Vec<Expectation>> = vec![Vec::new(); DETECTORS.len()];
     let (mut nb_mase, mut sn_mase, mut nb_smape, mut sn_smape) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -306,12 +417,12 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
                     Some(m) => expect::nbeats_one_step(m, &f.values),
                     None => expect::rolling_median_mad(&f.values, 100),
                 },
-                "N-BEATS online" => match &model {
-                    Some(m) => online_one_step(m, &f.values, prob, &model_cfg, &train_cfg),
+                "N-BEATS 2-step online" => match &model {
+                    Some(m) => online_k_step(m, &f.values, prob, K, &model_cfg, &train_cfg),
                     None => expect::rolling_median_mad(&f.values, 100),
                 },
-                "N-BEATS 6-step" => match &model {
-                    Some(m) => expect::nbeats_k_step(m, &f.values, H),
+                "N-BEATS 2-step" => match &model {
+                    Some(m) => expect::nbeats_k_step(m, &f.values, K),
                     None => expect::rolling_median_mad(&f.values, 100),
                 },
                 "seasonal naive" => expect::seasonal_naive(&f.values, season, 100),
@@ -356,7 +467,7 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
         t0.elapsed().as_secs_f64()
     );
     println!(
-        "Forecasting, H=6, N-BEATS trained on the probationary 15% only, 40 origins per file:\n"
+        "Forecasting, H={H}, N-BEATS trained on the probationary 15% only, 40 origins per file:\n"
     );
     println!("| model | mean MASE | median MASE | mean sMAPE % |");
     println!("|---|---|---|---|");
@@ -378,29 +489,30 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
         mean(&sn_smape)
     );
     if let Some(dir) = &cache {
-        save_cache(dir, &all)?;
+        save_cache(dir, &detector_names(), &all)?;
     }
     Ok(all)
 }
 
-/// One-step expectations from models retrained causally as the file is read, as the server's
+/// `k`-step expectations from models retrained causally as the file is read, as the server's
 /// scheduler retrains: the probationary model until `2·prob`, then a model trained on
 /// `values[..2·prob]` until `4·prob`, then one on `values[..4·prob]` to the end. Each model only
 /// forecasts points after the data it was trained on.
-fn online_one_step(
+fn online_k_step(
     first: &TrainedModel,
     values: &[f64],
     prob: usize,
+    k: usize,
     model_cfg: &NBeatsConfig,
     train_cfg: &TrainConfig,
 ) -> sightline_detect::Result<Expectation> {
-    let mut exp = expect::nbeats_one_step(first, values)?;
+    let mut exp = expect::nbeats_k_step(first, values, k)?;
     let mut cut = 2 * prob;
     while cut + 1 < values.len() {
         let Ok(model) = train(&values[..cut], None, model_cfg, train_cfg, &mut no_progress) else {
             break;
         };
-        let later = expect::nbeats_one_step(&model, values)?;
+        let later = expect::nbeats_k_step(&model, values, k)?;
         // Both expectations index `t = start..n`; replace from `cut` on.
         let from = cut.max(exp.start).max(later.start);
         for t in from..values.len() {
@@ -412,13 +524,18 @@ fn online_one_step(
     Ok(exp)
 }
 
-fn cache_path(dir: &Path, d: usize) -> PathBuf {
-    dir.join(format!("expectations_{d}.json"))
+/// Cache file of the expectations called `name` (the NAB horizon is in the name or the
+/// directory, so a cache of other settings is never read).
+fn cache_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(
+        "expectations-{}.json",
+        name.replace(['/', ' '], "_")
+    ))
 }
 
-fn save_cache(dir: &Path, all: &[Vec<Expectation>]) -> Res<()> {
+fn save_cache(dir: &Path, names: &[String], all: &[Vec<Expectation>]) -> Res<()> {
     std::fs::create_dir_all(dir)?;
-    for (d, per) in all.iter().enumerate() {
+    for (name, per) in names.iter().zip(all) {
         let v: Vec<Cached> = per
             .iter()
             .map(|e| Cached {
@@ -427,15 +544,15 @@ fn save_cache(dir: &Path, all: &[Vec<Expectation>]) -> Res<()> {
                 scale: e.scale.clone(),
             })
             .collect();
-        std::fs::write(cache_path(dir, d), serde_json::to_vec(&v)?)?;
+        std::fs::write(cache_path(dir, name), serde_json::to_vec(&v)?)?;
     }
     Ok(())
 }
 
-fn load_cache(dir: &Path, files: usize) -> Res<Vec<Vec<Expectation>>> {
+fn load_cache(dir: &Path, files: usize, names: &[String]) -> Res<Vec<Vec<Expectation>>> {
     let mut all = Vec::new();
-    for d in 0..DETECTORS.len() {
-        let v: Vec<Cached> = serde_json::from_slice(&std::fs::read(cache_path(dir, d))?)?;
+    for name in names {
+        let v: Vec<Cached> = serde_json::from_slice(&std::fs::read(cache_path(dir, name))?)?;
         if v.len() != files {
             return Err("cache is for another file set".into());
         }
@@ -518,9 +635,8 @@ pub fn table(files: &[NabSeries], all: &[Vec<Expectation>], posts: &[Post]) -> R
     Ok(())
 }
 
-/// The pipelines reported in the README: the previous ones, novelty alone, and the
-/// recommended one (surprise `−ln p` under robust calibration, anomaly likelihood over 5
-/// points, spatial novelty).
+/// The pipelines reported in the README: the earlier ones, novelty alone, the batch likelihood
+/// of sessions 3-5, and the recommended one.
 pub fn report_posts() -> Vec<Post> {
     vec![
         Post::Raw { cal: 1000 },
@@ -530,13 +646,21 @@ pub fn report_posts() -> Vec<Post> {
             cooldown: 200,
         },
         Post::Novelty,
+        batch_likelihood(),
         recommended(),
     ]
 }
 
-/// Surprise `−ln p` of robustly calibrated residuals, likelihood over 5 points with cooldown 30,
-/// novelty with tolerance 0 after 50 quiet points.
+/// HTM's streaming likelihood over standardised residuals saturating at 4 scales, and spatial
+/// novelty at 5% ([`residual_likelihood_scores`] with its defaults).
 pub fn recommended() -> Post {
+    Post::Streaming { saturation: 4.0 }
+}
+
+/// The batch likelihood pipeline recommended before: surprise `−ln p` of robustly calibrated
+/// residuals, likelihood over 5 points with cooldown 30, novelty with tolerance 0 after 50
+/// quiet points.
+pub fn batch_likelihood() -> Post {
     Post::Likelihood {
         cal: 1000,
         robust: true,
@@ -553,11 +677,17 @@ pub fn recommended() -> Post {
     }
 }
 
-/// A grid of pipelines for exploration (`forecast_eval nab-explore`): calibration, level and
-/// reference windows, novelty quiet period and cooldown around [`recommended`].
+/// A grid of pipelines for exploration (`forecast_eval nab-explore`): the saturation of the
+/// recommended pipeline, and calibration, level and reference windows, novelty quiet period
+/// and cooldown around [`batch_likelihood`].
 pub fn explore_posts() -> Vec<Post> {
     let mut v = report_posts();
-    let Post::Likelihood { lik, .. } = recommended() else {
+    v.extend(
+        [2.0, 3.0, 5.0, 6.0]
+            .into_iter()
+            .map(|saturation| Post::Streaming { saturation }),
+    );
+    let Post::Likelihood { lik, .. } = batch_likelihood() else {
         return v;
     };
     for (robust, residual_scale) in [(true, None), (false, None), (false, Some(20))] {
@@ -612,6 +742,126 @@ pub fn breakdown(files: &[NabSeries], exps: &[Expectation], post: Post) -> Res<(
     println!("|---|---|---|");
     for (c, (found, fp, total)) in cats {
         println!("| {c} | {found}/{total} | {fp} |");
+    }
+    Ok(())
+}
+
+/// Check of the likelihood stages: a published NAB detector's raw scores (`raw_score`, e.g.
+/// NAB's HTM detector `numenta`) through this crate's [`streaming_likelihood`] and novelty,
+/// next to the final scores the detector published, and through the batch likelihood.
+pub fn published_raw(results: &Path, detector: &str) -> Res<()> {
+    let files = corpus(usize::MAX)?;
+    let mut raws = Vec::new();
+    let mut finals = Vec::new();
+    for f in &files {
+        raws.push(nab_io::load_published_column(
+            results,
+            detector,
+            f,
+            "raw_score",
+        )?);
+        finals.push(nab_io::load_published(results, detector, f)?);
+    }
+    let run = |label: &str, per: &dyn Fn(usize) -> Res<Vec<f64>>| -> Res<()> {
+        let mut nab_files = Vec::new();
+        for (i, f) in files.iter().enumerate() {
+            nab_files.push(NabFile {
+                name: f.name.clone(),
+                scores: per(i)?,
+                windows: f.windows.clone(),
+            });
+        }
+        let [std, lfp, lfn] = [
+            CostProfile::STANDARD,
+            CostProfile::LOW_FP,
+            CostProfile::LOW_FN,
+        ]
+        .map(|p| score_detector(&nab_files, p));
+        let (std, lfp, lfn) = (std?, lfp?, lfn?);
+        println!(
+            "| {label} | {:.1} / {:.1} / {:.1} | {}/{} | {} |",
+            std.normalized,
+            lfp.normalized,
+            lfn.normalized,
+            std.best.detected_windows,
+            std.best.windows,
+            std.best.false_positives
+        );
+        Ok(())
+    };
+    println!("\n{detector}'s raw scores through this crate's stages:\n");
+    println!("| scores | standard / low FP / low FN | windows | FPs |");
+    println!("|---|---|---|---|");
+    run("published final scores", &|i| Ok(finals[i].clone()))?;
+    run("raw scores", &|i| Ok(raws[i].clone()))?;
+    run("streaming likelihood (HTM settings)", &|i| {
+        streaming_final(&files[i].values, &raws[i], None)
+    })?;
+    run("streaming likelihood + novelty 5%", &|i| {
+        streaming_final(&files[i].values, &raws[i], Some(0.05))
+    })?;
+    let Post::Likelihood { lik, cooldown, .. } = batch_likelihood() else {
+        return Ok(());
+    };
+    run(
+        "batch likelihood (short 5, long 1000, cooldown 30) + novelty 5%",
+        &|i| {
+            let f = &files[i];
+            let l = anomaly_likelihood(&raws[i], &lik)?;
+            let mut s = first_detections(
+                &l.into_iter().map(log_likelihood).collect::<Vec<_>>(),
+                cooldown,
+            );
+            for (v, n) in s.iter_mut().zip(spatial_novelty(&f.values, 0.05, 0)) {
+                if n {
+                    *v = 1.0;
+                }
+            }
+            Ok(s)
+        },
+    )?;
+    Ok(())
+}
+
+/// NAB final scores from raw scores: streaming likelihood (HTM settings), log-scaled, and
+/// spatial novelty with tolerance `tol` forced to 1.
+fn streaming_final(values: &[f64], raw: &[f64], tol: Option<f64>) -> Res<Vec<f64>> {
+    let prob = probationary_len(values.len());
+    let l = streaming_likelihood(
+        values,
+        raw,
+        StreamingLikelihoodConfig::for_probationary(prob),
+    )?;
+    let mut s: Vec<f64> = l.into_iter().map(log_likelihood).collect();
+    if let Some(tol) = tol {
+        for (v, n) in s.iter_mut().zip(spatial_novelty(values, tol, 0)) {
+            if n {
+                *v = 1.0;
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Exploration over forecast origins (`nab-horizons`): the recommended pipeline over the
+/// `k`-step expectations for each `k` and saturation.
+pub fn horizon_table(files: &[NabSeries], hz: &[Vec<Expectation>]) -> Res<()> {
+    println!("| forecast origin | saturation | standard / low FP / low FN | windows | FPs |");
+    println!("|---|---|---|---|---|");
+    for saturation in [3.0, 4.0, 5.0] {
+        for (k, exps) in hz.iter().enumerate() {
+            let [std, lfp, lfn] = score(files, exps, Post::Streaming { saturation })?;
+            println!(
+                "| k = {} | {saturation} | {:.1} / {:.1} / {:.1} | {}/{} | {} |",
+                k + 1,
+                std.normalized,
+                lfp.normalized,
+                lfn.normalized,
+                std.best.detected_windows,
+                std.best.windows,
+                std.best.false_positives
+            );
+        }
     }
     Ok(())
 }

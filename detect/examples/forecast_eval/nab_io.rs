@@ -86,6 +86,16 @@ pub fn load_published(
     detector: &str,
     series: &NabSeries,
 ) -> Result<Vec<f64>, String> {
+    load_published_column(results, detector, series, "anomaly_score")
+}
+
+/// Column `column` of a published NAB detector's results for `series` (e.g. `raw_score`).
+pub fn load_published_column(
+    results: &Path,
+    detector: &str,
+    series: &NabSeries,
+    column: &str,
+) -> Result<Vec<f64>, String> {
     let (dir, file) = series.name.rsplit_once('/').unwrap_or(("", &series.name));
     let path = results
         .join(detector)
@@ -96,8 +106,8 @@ pub fn load_published(
     let header = lines.next().ok_or("empty results file")?;
     let col = header
         .split(',')
-        .position(|h| h.trim() == "anomaly_score")
-        .ok_or_else(|| format!("{}: no anomaly_score column", path.display()))?;
+        .position(|h| h.trim() == column)
+        .ok_or_else(|| format!("{}: no {column} column", path.display()))?;
     let mut scores = Vec::with_capacity(series.values.len());
     for (i, line) in lines.enumerate() {
         let cells: Vec<&str> = line.split(',').collect();
@@ -111,7 +121,7 @@ pub fn load_published(
         let v = cells
             .get(col)
             .and_then(|c| c.trim().parse::<f64>().ok())
-            .ok_or_else(|| format!("{}: row {i}: bad anomaly_score", path.display()))?;
+            .ok_or_else(|| format!("{}: row {i}: bad {column}", path.display()))?;
         scores.push(v);
     }
     if scores.len() != series.values.len() {

@@ -3,8 +3,8 @@
 //! forecasts all produce an [`Expectation`], so calibration, scoring and alerting are shared.
 
 use crate::error::{DetectError, Result};
-use crate::forecast::TrainedModel;
 use crate::forecast::input::window_scale;
+use crate::forecast::{Forecaster, TrainedModel};
 
 /// Per-point expectations for indices `start..n`.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,9 +150,13 @@ pub fn rolling_median_mad(values: &[f64], window: usize) -> Result<Expectation> 
 /// from the `L` values before `t − k + 1`, so a level shift keeps being compared with what was
 /// expected before it for `k` points instead of being absorbed into the next lookback at once;
 /// `σ_t` is that window's standard deviation. `k = 1` is [`nbeats_one_step`].
-pub fn nbeats_k_step(model: &TrainedModel, values: &[f64], k: usize) -> Result<Expectation> {
-    let l = model.card.model.lookback;
-    let h = model.card.model.horizon;
+pub fn nbeats_k_step<F: Forecaster + ?Sized>(
+    model: &F,
+    values: &[f64],
+    k: usize,
+) -> Result<Expectation> {
+    let l = model.lookback();
+    let h = model.horizon();
     if k == 0 || k > h {
         return Err(DetectError::InvalidParameter {
             name: "k",

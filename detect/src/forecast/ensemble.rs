@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{NBeatsConfig, TrainConfig};
-use super::model::TrainedModel;
+use super::model::{Forecaster, TrainedModel};
 use super::train::{TrainControl, TrainProgress, train};
 use crate::error::{DetectError, Result};
 
@@ -130,6 +130,21 @@ impl Ensemble {
                 median_combine(&col)
             })
             .collect()
+    }
+}
+
+impl Forecaster for Ensemble {
+    fn lookback(&self) -> usize {
+        Ensemble::lookback(self)
+    }
+    fn horizon(&self) -> usize {
+        self.members
+            .first()
+            .map(|m| m.card.model.horizon)
+            .unwrap_or(0)
+    }
+    fn forecast_many(&self, windows: &[&[f64]]) -> Result<Vec<Vec<f64>>> {
+        Ensemble::forecast_many(self, windows)
     }
 }
 

@@ -151,6 +151,29 @@ impl NBeats {
     }
 }
 
+/// Anything that forecasts `H` values from windows of `L` values: a [`TrainedModel`] or a
+/// median [`Ensemble`](super::Ensemble). Detectors take this, so either can drive them.
+pub trait Forecaster {
+    /// Values a forecast needs (`L`; for an ensemble, the longest member's).
+    fn lookback(&self) -> usize;
+    /// Values forecast (`H`).
+    fn horizon(&self) -> usize;
+    /// Forecasts after many windows at once (each finite and at least `lookback()` long).
+    fn forecast_many(&self, windows: &[&[f64]]) -> Result<Vec<Vec<f64>>>;
+}
+
+impl Forecaster for TrainedModel {
+    fn lookback(&self) -> usize {
+        self.card.model.lookback
+    }
+    fn horizon(&self) -> usize {
+        self.card.model.horizon
+    }
+    fn forecast_many(&self, windows: &[&[f64]]) -> Result<Vec<Vec<f64>>> {
+        TrainedModel::forecast_many(self, windows)
+    }
+}
+
 impl TrainedModel {
     /// The network.
     pub fn network(&self) -> &NBeats {
