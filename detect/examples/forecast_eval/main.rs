@@ -5,15 +5,19 @@
 //! cargo run -p sightline-detect --release --example forecast_eval -- quick   # fewer series
 //! cargo run ... -- forecast | nab | anomaly | cost                            # one part
 //! cargo run ... -- nab-explore                       # NAB: a grid of post-processing pipelines
+//! cargo run ... -- nab-horizons                      # NAB: every forecast origin k = 1..H
 //! cargo run ... -- nab-published <NAB>/results       # scorer check on NAB's published scores
+//! cargo run ... -- nab-raw <NAB>/results [numenta]   # likelihood check on HTM's raw scores
 //! ```
 //!
 //! 1. Rolling-origin forecasting on generated LLM-service series (hourly, 10 weeks, H = 24,
 //!    L = 7H): MASE and sMAPE of N-BEATS-G, N-BEATS-I and seasonal naive (m = 24 and 168).
-//! 2. NAB (`$SIGHTLINE_NAB`, default `/work/shared/data/nab`): N-BEATS trained on each file's
-//!    probationary 15% only, then one-step forecasts; rolling-origin MASE/sMAPE, and the NAB
-//!    scores of N-BEATS and each baseline detector under the same post-processing pipelines
-//!    (`nab_eval`; `SIGHTLINE_NAB_CACHE=<dir>` keeps the expectations between runs).
+//! 2. NAB (`$SIGHTLINE_NAB`, default `/work/shared/data/nab`): N-BEATS-G (H = 12, L = 7H)
+//!    trained on each file's probationary 15% only, then 1- and 2-step forecasts (and a 2-step
+//!    detector retrained as the file is read); rolling-origin MASE/sMAPE, and the NAB scores of
+//!    N-BEATS and each baseline detector under the same post-processing pipelines (`nab_eval`;
+//!    `SIGHTLINE_NAB_CACHE=<dir>` keeps the expectations between runs; `SIGHTLINE_NAB_H`,
+//!    `SIGHTLINE_NAB_SEED` and `SIGHTLINE_NAB_ENSEMBLE=3,5,7` vary the model of `nab-horizons`).
 //! 3. Generated series with injected anomalies: precision/recall per window, with the absorbing
 //!    and the robust (trimming) rolling calibration.
 //! 4. Cost: training time (L = 7H), scoring latency for 10,000 series, memory per model.

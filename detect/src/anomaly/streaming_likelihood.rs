@@ -15,7 +15,7 @@
 //! * while the metric itself has been flat (variance below `flat_variance`), nothing is
 //!   unusual (a constant series gives no evidence).
 //!
-//! The output is the likelihood `1 − tail`; [`log_likelihood`](super::log_likelihood) maps it
+//! The output is the likelihood `1 − tail`; [`log_likelihood`] maps it
 //! to a thresholdable score.
 
 use std::collections::VecDeque;
