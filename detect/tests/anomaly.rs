@@ -75,6 +75,25 @@ fn level_shift_raises_one_sustained_alert_in_the_right_direction() {
     let r = detect(&values, None, &below, None).unwrap_or_else(|e| panic!("{e}"));
     // No "below" alert while the level is up (the return to normal may look like a drop).
     assert!(r.alerts.iter().all(|a| a.start < 1000 || a.start >= 1036));
+    // The likelihood score fires at the shift (a value beyond the range seen, or a red tail)
+    // and not in the quiet stretch after the learning period.
+    assert_eq!(r.likelihood.len(), values.len());
+    let after_learning: Vec<usize> = (225..values.len())
+        .filter(|i| r.likelihood[*i] >= 0.5)
+        .collect();
+    assert!(
+        after_learning.iter().any(|i| (1000..1010).contains(i)),
+        "no likelihood >= 0.5 at the shift: {after_learning:?}"
+    );
+    // elsewhere only the odd new record of the noise (spatial novelty): under 1% of points
+    let quiet = after_learning
+        .iter()
+        .filter(|i| !(1000..1045).contains(*i) && **i != 500)
+        .count();
+    assert!(
+        quiet * 100 < values.len() - 225,
+        "likelihood >= 0.5 away from the anomalies: {after_learning:?}"
+    );
 }
 
 #[test]
@@ -103,8 +122,10 @@ fn bad_input_never_panics_or_yields_nan() {
     for (i, m) in r.scored.missing.iter().enumerate() {
         if *m {
             assert_eq!(r.scored.score[i], 0.0);
+            assert_eq!(r.likelihood[r.scored.start + i], 0.0);
         }
     }
+    assert!(r.likelihood.iter().all(|v| (0.0..=1.0).contains(v)));
     // n-beats without a model: documented fallback
     let nb = AnomalyConfig {
         detector: DetectorKind::NBeats,
@@ -289,6 +310,8 @@ proptest! {
                 prop_assert!(s.lower[i] <= s.upper[i]);
                 prop_assert!((0.0..1.0).contains(&s.score[i]));
             }
+            prop_assert_eq!(r.likelihood.len(), values.len());
+            prop_assert!(r.likelihood.iter().all(|v| (0.0..=1.0).contains(v)));
         }
     }
 }

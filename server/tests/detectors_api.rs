@@ -392,7 +392,7 @@ fn detectors_end_to_end() {
         fallback.contains("constant") && fallback.contains("median/MAD"),
         "{flat}"
     );
-    for suffix in ["predicted", "lower", "upper", "anomalous"] {
+    for suffix in ["predicted", "lower", "upper", "anomalous", "likelihood"] {
         let r = range(
             a,
             "a",
@@ -456,6 +456,21 @@ fn detectors_end_to_end() {
         assert!(
             anom.iter().any(|(t, x)| *x == 1.0 && in_window(*t)),
             "{name}: no anomalous=1 in the window"
+        );
+        // The likelihood score: in [0, 1], unusual (>= 0.5) at the shift.
+        let lik = values(&range(a, "a", &format!("{name}:likelihood"), start_s, end_s)[0]);
+        assert!(lik.len() > 500, "{name}:likelihood: {} points", lik.len());
+        assert!(lik.iter().all(|(_, x)| (0.0..=1.0).contains(x)));
+        let near_shift = |t: i64| {
+            let i = ((t - start_s) / STEP_S) as usize;
+            (SHIFT_START..SHIFT_START + 10).contains(&i)
+        };
+        assert!(
+            lik.iter().any(|(t, x)| *x >= 0.5 && near_shift(*t)),
+            "{name}: likelihood below 0.5 at the shift: {:?}",
+            lik.iter()
+                .filter(|(t, _)| near_shift(*t))
+                .collect::<Vec<_>>()
         );
         if name == "lat_sn" {
             assert!(

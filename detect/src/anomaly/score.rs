@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::conformal::{Direction, check_alpha, conformal_score, quantile_sorted};
 use super::expect::{self, Expectation};
+use super::streaming_likelihood::{ResidualLikelihoodConfig, residual_likelihood_scores};
 use super::sustained::{Alert, SustainedConfig, sustained_alerts};
 use crate::error::{DetectError, Result};
 use crate::forecast::TrainedModel;
@@ -149,6 +150,11 @@ pub struct AnomalyReport {
     pub scored: ScoredSeries,
     /// Sustained alerts (indices into the input).
     pub alerts: Vec<Alert>,
+    /// HTM-style likelihood score in `[0, 1]` per input point
+    /// ([`residual_likelihood_scores`] with its defaults and NAB's probationary period of the
+    /// input, 15% up to 750 points); 0.5 or more is a tail of `1e−5` or less, or a value beyond
+    /// the range seen so far. 0 for warm-up and missing points.
+    pub likelihood: Vec<f64>,
 }
 
 /// Default band half-width (in local scales) used before calibration has enough points.
@@ -392,6 +398,17 @@ pub fn detect(
         cfg.alpha,
         cfg.calibration,
     )?;
+    // missing points are not scored by the likelihood (their value is carried forward)
+    let observed: Vec<f64> = filled
+        .iter()
+        .zip(&missing)
+        .map(|(v, m)| if *m { f64::NAN } else { *v })
+        .collect();
+    let likelihood = residual_likelihood_scores(
+        &observed,
+        &exp,
+        &ResidualLikelihoodConfig::for_probationary(crate::nab::probationary_len(filled.len())),
+    )?;
     let vol = volume.map(|v| v.get(exp.start..).unwrap_or(&[]));
     let mut alerts = sustained_alerts(&scored.breach, &scored.score, vol, &cfg.sustained)?;
     for a in &mut alerts {
@@ -403,5 +420,6 @@ pub fn detect(
         fallback,
         scored,
         alerts,
+        likelihood,
     })
 }

@@ -494,6 +494,7 @@ pub fn collect(
             lower: sc.lower[j],
             upper: sc.upper[j],
             anomalous: anomalous[i],
+            likelihood: report.likelihood.get(i).copied().unwrap_or(0.0),
         });
     }
     if let Some(p) = points.last() {

@@ -1,7 +1,8 @@
 //! Results written back into the tenant's store as ordinary metric samples, so PromQL,
 //! Grafana and recording-rule style queries see them: `<name>:predicted`, `<name>:lower`,
-//! `<name>:upper` and `<name>:anomalous` (1 inside a sustained anomaly, else 0), each with the
-//! source series' labels (without `__name__`).
+//! `<name>:upper`, `<name>:anomalous` (1 inside a sustained anomaly, else 0) and
+//! `<name>:likelihood` (the HTM-style likelihood score in `[0, 1]`; 0.5 or more is unusual),
+//! each with the source series' labels (without `__name__`).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use sightline_storage::{MetricBatch, MetricKind, Sample, SeriesDef, Store, Tenan
 use super::DetectorError;
 
 /// The suffixes of the written series.
-pub const SUFFIXES: [&str; 4] = ["predicted", "lower", "upper", "anomalous"];
+pub const SUFFIXES: [&str; 5] = ["predicted", "lower", "upper", "anomalous", "likelihood"];
 
 /// One scored point to write.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -25,6 +26,8 @@ pub struct Point {
     pub upper: f64,
     /// Inside a sustained anomaly.
     pub anomalous: bool,
+    /// Likelihood score in `[0, 1]`.
+    pub likelihood: f64,
 }
 
 /// Buffer of samples for one detector run.
@@ -57,6 +60,7 @@ impl Writer {
                 p.lower,
                 p.upper,
                 if p.anomalous { 1.0 } else { 0.0 },
+                p.likelihood,
             ];
             for (d, v) in defs.iter().zip(values) {
                 if v.is_finite() {
