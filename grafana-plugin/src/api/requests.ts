@@ -95,10 +95,10 @@ export function qualityRequest(q: SightlineQuery, range: RangeMs, intervalMs?: n
   return { method: 'GET', path: '/api/v1/quality', params };
 }
 
-/** PromQL selecting a detector's written series: predicted, lower, upper and anomalous. */
+/** PromQL selecting a detector's written series: predicted, lower, upper, anomalous, likelihood. */
 export function detectorSeriesSelector(detector: string): string {
   // Names are checked to be [a-zA-Z_][a-zA-Z0-9_]* (requireDetector): nothing to escape.
-  return `{__name__=~"${detector}:(predicted|lower|upper|anomalous)"}`;
+  return `{__name__=~"${detector}:(predicted|lower|upper|anomalous|likelihood)"}`;
 }
 
 /** Prometheus range query (seconds, as Prometheus takes them). */
@@ -110,7 +110,7 @@ export function rangeQueryRequest(expr: string, range: RangeMs, step: number): A
   };
 }
 
-/** The band series of a detector (`<name>:predicted|:lower|:upper|:anomalous`). */
+/** The band series of a detector (`<name>:predicted|:lower|:upper|:anomalous|:likelihood`). */
 export function anomalyBandRequest(q: SightlineQuery, range: RangeMs, intervalMs?: number): ApiRequest {
   return rangeQueryRequest(detectorSeriesSelector(requireDetector(q)), range, stepMs(q, intervalMs));
 }

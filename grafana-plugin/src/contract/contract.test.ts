@@ -243,6 +243,7 @@ run('plugin against a real sightline (auth off)', () => {
     expect(anomalies.flatMap((v, i) => (v !== null ? [i] : []))).toEqual(flagged);
     // The detector's spec is unknown here (no such detector), so marks sit on the forecast.
     expect(anomalies[ANOMALY_AT]).toBe(series['latency_guard:predicted'][ANOMALY_AT]);
+    expect(field(frame, 'likelihood')).toEqual(series['latency_guard:likelihood']);
   });
 
   it('lists models, services and providers as template variables', async () => {
@@ -334,6 +335,10 @@ run('plugin against a real sightline (auth off)', () => {
     expect(bands.length).toBeGreaterThan(0);
     expect((field(bands[0], 'predicted') as unknown[]).some((v) => v !== null)).toBe(true);
     expect((field(bands[0], 'value') as unknown[]).some((v) => v !== null)).toBe(true);
+    // the server writes the likelihood score next to the band: 0..1 on every scored step
+    const likelihood = (field(bands[0], 'likelihood') as Array<number | null>).filter((v) => v !== null);
+    expect(likelihood.length).toBeGreaterThan(0);
+    expect(likelihood.every((v) => v! >= 0 && v! <= 1)).toBe(true);
     const events = (res.data as DataFrame[]).find((f) => f.refId === 'E')!;
     expect(events.fields.map((f) => f.name)).toEqual(['time', 'timeEnd', 'title', 'text', 'tags']);
     expect(events.length).toBeGreaterThan(0);

@@ -2,7 +2,7 @@
  * A small, deterministic LLM workload as OTLP/JSON: three chat traces with GenAI attributes,
  * token logprobs, retrieved documents and answers (one hallucinated), and metrics: a quality
  * series that drives a conversion KPI one step later, an unrelated series, and the four series
- * a detector writes (`latency_guard:predicted|lower|upper|anomalous`) with an anomaly in them.
+ * a detector writes (`latency_guard:predicted|lower|upper|anomalous|likelihood`) with an anomaly in them.
  *
  * Used by the contract test (sent to a real server) and to record the fixtures.
  */
@@ -236,6 +236,8 @@ export function metricSeries(): Record<string, number[]> {
     'latency_guard:lower': predicted.map((p) => p - 0.3),
     'latency_guard:upper': predicted.map((p) => p + 0.3),
     'latency_guard:anomalous': latency.map((v, i) => (Math.abs(v - predicted[i]) > 0.3 ? 1 : 0)),
+    // red at the spike, then the yellow level for the point after it (tail 1e-3 -> 0.3)
+    'latency_guard:likelihood': latency.map((_, i) => (i === ANOMALY_AT ? 0.9 : i === ANOMALY_AT + 1 ? 0.3 : 0.02)),
   };
 }
 

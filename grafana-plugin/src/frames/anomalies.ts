@@ -1,16 +1,17 @@
 /**
  * Detector output -> band frames, and anomaly events -> annotation frames.
  *
- * A detector writes `<name>:predicted`, `<name>:lower`, `<name>:upper` and `<name>:anomalous`
- * (0/1) with the source series' labels. Each label set becomes one frame with the actual value
- * (from the detector's source query, when known), the forecast, the band (upper filled down to
- * lower) and the anomalous points.
+ * A detector writes `<name>:predicted`, `<name>:lower`, `<name>:upper`, `<name>:anomalous`
+ * (0/1) and `<name>:likelihood` (0..1, 0.5 or more unusual) with the source series' labels.
+ * Each label set becomes one frame with the actual value (from the detector's source query,
+ * when known), the forecast, the band (upper filled down to lower), the anomalous points and,
+ * when the server wrote it, the likelihood on a right-hand 0..1 axis.
  */
 import { createDataFrame, DataFrame, FieldConfig, FieldType } from '@grafana/data';
 
 import { AnnotationEvent, PromMatrixSeries } from '../api/responses';
 
-const PARTS = ['predicted', 'lower', 'upper', 'anomalous'] as const;
+const PARTS = ['predicted', 'lower', 'upper', 'anomalous', 'likelihood'] as const;
 type Part = (typeof PARTS)[number];
 
 /** A label set without `__name__`, as a stable key and a readable name. */
@@ -103,6 +104,16 @@ export function bandFrames(
         { custom: { drawStyle: 'points', pointSize: 8 }, color: { mode: 'fixed', fixedColor: 'red' } }
       ),
     ];
+    if (g.parts.likelihood) {
+      fields.push(
+        numberField('likelihood', name('likelihood'), col('likelihood'), g.labels, {
+          min: 0,
+          max: 1,
+          custom: { axisPlacement: 'right', lineWidth: 1, fillOpacity: 0 },
+          color: { mode: 'fixed', fixedColor: 'orange' },
+        })
+      );
+    }
     frames.push(createDataFrame({ refId, name: label, fields, meta: { preferredVisualisationType: 'graph' } }));
   }
   return frames;

@@ -161,6 +161,15 @@ describe('detector bands (recorded)', () => {
     expect(marks[ANOMALY_AT]).toBe(series.chat_latency[ANOMALY_AT]);
     expect(marks.filter((v) => v !== null)).toHaveLength(series['latency_guard:anomalous'].filter((v) => v === 1).length);
     expect(config(frame, 'upper').custom.fillBelowTo).toBe(config(frame, 'lower').displayNameFromDS);
+    expect(values(frame, 'likelihood')).toEqual(series['latency_guard:likelihood']);
+    expect(config(frame, 'likelihood')).toMatchObject({ min: 0, max: 1, custom: { axisPlacement: 'right' } });
+  });
+
+  it('leaves the likelihood out for a server that does not write it', () => {
+    const without = bands.filter((s) => s.metric.__name__ !== 'latency_guard:likelihood');
+    const [frame] = bandFrames('latency_guard', without, source, 'B');
+    expect(frame.fields.map((f) => f.name)).not.toContain('likelihood');
+    expect(values(frame, 'predicted')).toEqual(series['latency_guard:predicted']);
   });
 
   it('ignores series of other detectors and source series the detector does not cover', () => {
