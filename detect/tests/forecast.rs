@@ -304,3 +304,54 @@ fn paper_presets_are_valid() {
     }
     assert!(TrainConfig::paper().validate().is_ok());
 }
+
+#[test]
+fn detector_judges_points_against_the_forecast_made_k_steps_before() {
+    use sightline_detect::anomaly::{AnomalyConfig, DetectorKind, detect, expect};
+    let series = noisy_sine(240, PERIOD, 0.1, 3);
+    let model = train(
+        &series[..160],
+        None,
+        &tiny(Architecture::Generic),
+        &TrainConfig {
+            max_steps: 60,
+            ..tiny_train(2)
+        },
+        &mut no_progress,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cfg = AnomalyConfig {
+        detector: DetectorKind::NBeats,
+        forecast_origin: 2,
+        ..AnomalyConfig::default()
+    };
+    let r = detect(&series, None, &cfg, Some(&model)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.fallback.is_none());
+    let k2 = expect::nbeats_k_step(&model, &series, 2).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.scored.start, k2.start);
+    assert_eq!(r.scored.expected, k2.expected);
+    // one-step by default: a different origin, a different expectation
+    let one = detect(
+        &series,
+        None,
+        &AnomalyConfig {
+            forecast_origin: 1,
+            ..cfg.clone()
+        },
+        Some(&model),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(one.scored.start, k2.start - 1);
+    assert_ne!(one.scored.expected[1..], r.scored.expected[..]);
+    // an origin of 0 or beyond the horizon is refused, not silently replaced
+    for bad in [0, H + 1] {
+        let c = AnomalyConfig {
+            forecast_origin: bad,
+            ..cfg.clone()
+        };
+        assert!(matches!(
+            detect(&series, None, &c, Some(&model)),
+            Err(DetectError::InvalidParameter { .. })
+        ));
+    }
+}

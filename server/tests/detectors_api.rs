@@ -294,14 +294,12 @@ fn detectors_end_to_end() {
     assert!(created["status"]["state"].is_string());
     let (status, _) = call(a, "POST", "/api/v1/detectors", "a", Some(&seasonal_spec()));
     assert_eq!(status, 409);
-    let (status, r) = call(
-        a,
-        "POST",
-        "/api/v1/detectors",
-        "a",
-        Some(&nbeats_spec("lat_nb", 60, 32)),
-    );
+    // N-BEATS judged against the forecast made two steps before each point
+    let mut lat_nb = nbeats_spec("lat_nb", 60, 32);
+    lat_nb["model"]["forecast_origin"] = json!(2);
+    let (status, r) = call(a, "POST", "/api/v1/detectors", "a", Some(&lat_nb));
     assert_eq!(status, 201, "{r}");
+    assert_eq!(r["model"]["forecast_origin"], 2, "{r}");
     // The robust calibration (residuals clipped entering the pool) is selectable.
     let mut robust = seasonal_spec();
     robust["name"] = json!("lat_sn_robust");

@@ -358,6 +358,7 @@ fn generated_anomalies(count: usize) -> Res<()> {
                 alpha: 0.005,
                 calibration: calibrations[k].1,
                 sustained: sustained.clone(),
+                forecast_origin: 1,
             };
             let r = detect(&s.values, None, &cfg, Some(&model))?;
             let starts: Vec<usize> = r

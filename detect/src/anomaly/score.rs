@@ -14,7 +14,8 @@ use crate::forecast::input::fill_gaps;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DetectorKind {
-    /// N-BEATS one-step forecasts (needs a trained model; falls back to median/MAD without one).
+    /// N-BEATS forecasts, one-step or from [`AnomalyConfig::forecast_origin`] steps before (needs
+    /// a trained model; falls back to median/MAD without one).
     NBeats,
     /// `ŷ_t = y_{t−season}`, scale from the last `window` seasonal differences.
     SeasonalNaive {
@@ -99,6 +100,15 @@ pub struct AnomalyConfig {
     pub calibration: Calibration,
     /// Sustained-alert rule.
     pub sustained: SustainedConfig,
+    /// N-BEATS only: compare each point with the forecast made this many steps before it
+    /// (`1..=H`; [`expect::nbeats_k_step`]). 1 is the one-step forecast; 2 keeps the first point
+    /// of an excursion out of the lookback of the second's forecast (best on NAB).
+    #[serde(default = "one")]
+    pub forecast_origin: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Default for AnomalyConfig {
@@ -115,6 +125,7 @@ impl Default for AnomalyConfig {
                 exclude_breaches: false,
             },
             sustained: SustainedConfig::default(),
+            forecast_origin: 1,
         }
     }
 }
@@ -377,7 +388,30 @@ pub fn detect(
     let (filled, missing) = fill_gaps(values)?;
     let mut detector = cfg.detector.clone();
     let mut fallback = None;
-    let exp = match expectation(&detector, &filled, model) {
+    if cfg.forecast_origin == 0 {
+        return Err(DetectError::InvalidParameter {
+            name: "forecast_origin",
+            reason: "must be >= 1 (1: one-step forecasts)".into(),
+        });
+    }
+    if let (DetectorKind::NBeats, Some(m)) = (&detector, model)
+        && cfg.forecast_origin > m.card.model.horizon
+    {
+        return Err(DetectError::InvalidParameter {
+            name: "forecast_origin",
+            reason: format!(
+                "{} exceeds the model's horizon {}",
+                cfg.forecast_origin, m.card.model.horizon
+            ),
+        });
+    }
+    let expected = match (&detector, model) {
+        (DetectorKind::NBeats, Some(m)) if cfg.forecast_origin > 1 => {
+            expect::nbeats_k_step(m, &filled, cfg.forecast_origin)
+        }
+        _ => expectation(&detector, &filled, model),
+    };
+    let exp = match expected {
         Ok(e) => e,
         Err(e) if detector == DetectorKind::NBeats => {
             detector = DetectorKind::RollingMedianMad {

@@ -102,6 +102,10 @@ pub struct ModelSpec {
     /// N-BEATS: evaluations without improvement before stopping early (0: never) [4].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patience: Option<usize>,
+    /// N-BEATS: compare each point with the forecast made this many steps before it
+    /// (1..=horizon; 2 keeps an excursion's first point out of the next forecast's lookback) [1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast_origin: Option<usize>,
     /// N-BEATS: seed of initialisation and sampling [0].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -261,6 +265,7 @@ fn d_model() -> ModelSpec {
         batch_size: None,
         learning_rate: None,
         patience: None,
+        forecast_origin: None,
         seed: None,
     }
 }
@@ -333,12 +338,17 @@ impl DetectorSpec {
         self.model.calibration_window.unwrap_or(500)
     }
 
+    /// N-BEATS forecast origin (steps before the point).
+    pub fn forecast_origin(&self) -> usize {
+        self.model.forecast_origin.unwrap_or(1)
+    }
+
     /// Points before the first scored point (model warm-up plus calibration minimum).
     pub fn warmup_points(&self) -> usize {
         let model = match self.model.kind {
             ModelKind::SeasonalNaive => self.season() + self.window(),
             ModelKind::Zscore | ModelKind::MedianMad => self.window(),
-            ModelKind::Nbeats => self.lookback.max(60),
+            ModelKind::Nbeats => self.lookback.max(60) + self.forecast_origin().saturating_sub(1),
         };
         model + 30
     }
@@ -449,6 +459,7 @@ impl DetectorSpec {
         positive("stacks", m.stacks, 64)?;
         positive("layers", m.layers, 16)?;
         positive("batch_size", m.batch_size, 8192)?;
+        positive("forecast_origin", m.forecast_origin, self.horizon)?;
         if let Some(w) = m.window
             && !(3..=100_000).contains(&w)
         {
@@ -500,6 +511,7 @@ impl DetectorSpec {
                 recovery: self.sustain.recovery,
                 min_volume: self.min_volume,
             },
+            forecast_origin: self.forecast_origin(),
         }
     }
 
@@ -571,9 +583,18 @@ mod tests {
             r#"{"name": "a", "query": "up", "history": "30d", "step": "10s"}"#,
             r#"{"name": "a", "mode": "service", "roles": {"latency_p42": {"query": "x"}}}"#,
             r#"{"name": "a", "query": "up", "bogus": 1}"#,
+            r#"{"name": "a", "query": "up", "model": {"kind": "nbeats", "forecast_origin": 0}}"#,
+            r#"{"name": "a", "query": "up", "horizon": 4, "model": {"kind": "nbeats", "forecast_origin": 5}}"#,
         ] {
             assert!(spec(bad).is_err(), "{bad} accepted");
         }
+        let nb = spec(
+            r#"{"name": "a", "query": "up", "model": {"kind": "nbeats", "forecast_origin": 2}}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(nb.anomaly_config(Direction::Both).forecast_origin, 2);
+        assert_eq!(nb.warmup_points(), nb.lookback.max(60) + 1 + 30);
+        assert_eq!(s.anomaly_config(Direction::Both).forecast_origin, 1);
         assert!(valid_name(&"a".repeat(64)) && !valid_name(&"a".repeat(65)));
         assert_eq!(signal_role("latency_p50"), Some(SignalRole::LatencyP50));
         assert_eq!(signal_role("other"), None);
