@@ -25,6 +25,7 @@
 //! The example reads files; the library does not.
 
 mod nab_eval;
+mod nab_explore;
 mod nab_io;
 
 use std::time::Instant;
@@ -229,13 +230,13 @@ fn nab(limit: usize, explore: bool) -> Res<()> {
     let files = nab_eval::corpus(limit)?;
     let all = nab_eval::expectations(&files)?;
     let posts = if explore {
-        nab_eval::explore_posts()
+        nab_explore::explore_posts()
     } else {
         nab_eval::report_posts()
     };
     nab_eval::table(&files, &all, &posts)?;
     if explore {
-        nab_eval::breakdown(&files, &all[nab_eval::HEADLINE], nab_eval::recommended())?;
+        nab_explore::breakdown(&files, &all[nab_eval::HEADLINE], nab_eval::recommended())?;
     }
     println!("\n(NAB part: {:.0} s in total)", t0.elapsed().as_secs_f64());
     Ok(())
@@ -475,16 +476,16 @@ fn main() -> Res<()> {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(6);
-        let hz = nab_eval::horizon_expectations(&files, h)?;
+        let hz = nab_explore::horizon_expectations(&files, h)?;
         println!("horizon expectations: {:.0} s", t0.elapsed().as_secs_f64());
-        return nab_eval::horizon_table(&files, &hz);
+        return nab_explore::horizon_table(&files, &hz);
     }
     if only == "nab-raw" {
         let dir = std::env::args()
             .nth(2)
             .ok_or("usage: forecast_eval nab-raw <results> <detector>")?;
         let det = std::env::args().nth(3).unwrap_or_else(|| "numenta".into());
-        return nab_eval::published_raw(std::path::Path::new(&dir), &det);
+        return nab_explore::published_raw(std::path::Path::new(&dir), &det);
     }
     if only == "nab-published" {
         let dir = std::env::args()
