@@ -383,7 +383,7 @@ pub fn expectations(files: &[NabSeries]) -> Res<Vec<Vec<Expectation>>> {
         }
     }
     println!(
-        "\n## 2. NAB ({} files, {:.0} s for training + one-step expectations)\n",
+        "\n## 2. NAB ({} files, {:.0} s for training + expectations)\n",
         files.len(),
         t0.elapsed().as_secs_f64()
     );
