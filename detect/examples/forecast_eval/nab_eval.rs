@@ -500,11 +500,29 @@ pub fn score(files: &[NabSeries], exps: &[Expectation], post: Post) -> Res<[NabS
             windows: f.windows.clone(),
         });
     }
+    profiles(&nab_files)
+}
+
+/// NAB scores (standard, low FP, low FN) of scored files.
+pub fn profiles(nab_files: &[NabFile]) -> Res<[NabScore; 3]> {
     Ok([
-        score_detector(&nab_files, CostProfile::STANDARD)?,
-        score_detector(&nab_files, CostProfile::LOW_FP)?,
-        score_detector(&nab_files, CostProfile::LOW_FN)?,
+        score_detector(nab_files, CostProfile::STANDARD)?,
+        score_detector(nab_files, CostProfile::LOW_FP)?,
+        score_detector(nab_files, CostProfile::LOW_FN)?,
     ])
+}
+
+/// Table cells `standard / low FP / low FN | windows found | FPs` of [`profiles`]' scores.
+pub fn profile_cells([std, lfp, lfn]: &[NabScore; 3]) -> String {
+    format!(
+        "{:.1} / {:.1} / {:.1} | {}/{} | {}",
+        std.normalized,
+        lfp.normalized,
+        lfn.normalized,
+        std.best.detected_windows,
+        std.best.windows,
+        std.best.false_positives
+    )
 }
 
 /// Load the corpus (`$SIGHTLINE_NAB`, default `/work/shared/data/nab`), first `limit` files.

@@ -7,17 +7,17 @@ use std::path::{Path, PathBuf};
 use sightline_detect::anomaly::expect::{self, Expectation};
 use sightline_detect::anomaly::{
     LikelihoodConfig, StreamingLikelihoodConfig, anomaly_likelihood, first_detections,
-    log_likelihood, spatial_novelty, streaming_likelihood,
+    force_spatial_novelty, log_likelihood, streaming_likelihood,
 };
 use sightline_detect::forecast::{
     EnsembleConfig, Forecaster, TrainControl, no_progress, train, train_ensemble,
 };
-use sightline_detect::nab::{CostProfile, NabFile, probationary_len, score_detector};
+use sightline_detect::nab::{NabFile, probationary_len};
 
 use crate::Res;
 use crate::nab_eval::{
-    Post, batch_likelihood, corpus, load_cache, nab_model, post_process, report_posts, save_cache,
-    score,
+    Post, batch_likelihood, corpus, load_cache, nab_model, post_process, profile_cells, profiles,
+    report_posts, save_cache, score,
 };
 use crate::nab_io::{self, NabSeries};
 
@@ -194,22 +194,7 @@ pub fn published_raw(results: &Path, detector: &str) -> Res<()> {
                 windows: f.windows.clone(),
             });
         }
-        let [std, lfp, lfn] = [
-            CostProfile::STANDARD,
-            CostProfile::LOW_FP,
-            CostProfile::LOW_FN,
-        ]
-        .map(|p| score_detector(&nab_files, p));
-        let (std, lfp, lfn) = (std?, lfp?, lfn?);
-        println!(
-            "| {label} | {:.1} / {:.1} / {:.1} | {}/{} | {} |",
-            std.normalized,
-            lfp.normalized,
-            lfn.normalized,
-            std.best.detected_windows,
-            std.best.windows,
-            std.best.false_positives
-        );
+        println!("| {label} | {} |", profile_cells(&profiles(&nab_files)?));
         Ok(())
     };
     println!("\n{detector}'s raw scores through this crate's stages:\n");
@@ -235,11 +220,7 @@ pub fn published_raw(results: &Path, detector: &str) -> Res<()> {
                 &l.into_iter().map(log_likelihood).collect::<Vec<_>>(),
                 cooldown,
             );
-            for (v, n) in s.iter_mut().zip(spatial_novelty(&f.values, 0.05, 0)) {
-                if n {
-                    *v = 1.0;
-                }
-            }
+            force_spatial_novelty(&mut s, &f.values, 0.05);
             Ok(s)
         },
     )?;
@@ -257,11 +238,7 @@ fn streaming_final(values: &[f64], raw: &[f64], tol: Option<f64>) -> Res<Vec<f64
     )?;
     let mut s: Vec<f64> = l.into_iter().map(log_likelihood).collect();
     if let Some(tol) = tol {
-        for (v, n) in s.iter_mut().zip(spatial_novelty(values, tol, 0)) {
-            if n {
-                *v = 1.0;
-            }
-        }
+        force_spatial_novelty(&mut s, values, tol);
     }
     Ok(s)
 }
@@ -273,16 +250,11 @@ pub fn horizon_table(files: &[NabSeries], hz: &[Vec<Expectation>]) -> Res<()> {
     println!("|---|---|---|---|---|");
     for saturation in [3.0, 4.0, 5.0] {
         for (k, exps) in hz.iter().enumerate() {
-            let [std, lfp, lfn] = score(files, exps, Post::Streaming { saturation })?;
+            let scores = score(files, exps, Post::Streaming { saturation })?;
             println!(
-                "| k = {} | {saturation} | {:.1} / {:.1} / {:.1} | {}/{} | {} |",
+                "| k = {} | {saturation} | {} |",
                 k + 1,
-                std.normalized,
-                lfp.normalized,
-                lfn.normalized,
-                std.best.detected_windows,
-                std.best.windows,
-                std.best.false_positives
+                profile_cells(&scores)
             );
         }
     }

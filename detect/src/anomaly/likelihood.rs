@@ -180,6 +180,16 @@ pub fn spatial_novelty(values: &[f64], tolerance: f64, warmup: usize) -> Vec<boo
     out
 }
 
+/// Set to 1 the scores of points beyond the range seen before them (widened by `tolerance`,
+/// no warm-up): HTM's spatial anomaly, which overrides whatever the likelihood said.
+pub fn force_spatial_novelty(scores: &mut [f64], values: &[f64], tolerance: f64) {
+    for (s, novel) in scores.iter_mut().zip(spatial_novelty(values, tolerance, 0)) {
+        if novel {
+            *s = 1.0;
+        }
+    }
+}
+
 /// Keep a score only where it exceeds every score of the previous `cooldown` points (else 0):
 /// whatever threshold is later chosen, an excursion fires at its start and again only if it
 /// escalates, instead of at every point of it.

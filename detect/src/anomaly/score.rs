@@ -432,14 +432,9 @@ pub fn detect(
         cfg.alpha,
         cfg.calibration,
     )?;
-    // missing points are not scored by the likelihood (their value is carried forward)
-    let observed: Vec<f64> = filled
-        .iter()
-        .zip(&missing)
-        .map(|(v, m)| if *m { f64::NAN } else { *v })
-        .collect();
+    // the raw input: missing (non-finite) points stay unscored by the likelihood
     let likelihood = residual_likelihood_scores(
-        &observed,
+        values,
         &exp,
         &ResidualLikelihoodConfig::for_probationary(crate::nab::probationary_len(filled.len())),
     )?;

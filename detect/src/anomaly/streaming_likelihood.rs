@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use super::expect::Expectation;
-use super::likelihood::{log_likelihood, normal_tail, spatial_novelty};
+use super::likelihood::{force_spatial_novelty, log_likelihood, normal_tail};
 use crate::error::{DetectError, Result};
 
 /// Settings of [`StreamingLikelihood`]. Defaults are HTM's for a given probationary period.
@@ -360,11 +360,7 @@ pub fn residual_likelihood_scores(
         })
         .collect();
     if let Some(tol) = cfg.spatial_tolerance {
-        for (o, novel) in out.iter_mut().zip(spatial_novelty(values, tol, 0)) {
-            if novel {
-                *o = 1.0;
-            }
-        }
+        force_spatial_novelty(&mut out, values, tol);
     }
     Ok(out)
 }
