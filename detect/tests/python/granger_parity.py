@@ -1,4 +1,4 @@
-"""Reference results for the Granger / ADF parity test (detect/tests/statsmodels_parity.rs).
+"""Reference results for the Granger / ADF parity test (detect/tests/integration/statsmodels_parity.rs).
 
 Builds deterministic datasets (random, autocorrelated AR, causal by construction,
 near-collinear, short, badly scaled, random walks), runs statsmodels

@@ -2,8 +2,6 @@
 //! libFuzzer): mutated protobuf, JSON and gzip bodies through every decode+map path must never
 //! panic.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
 use sightline_server::Limits;
 use sightline_server::otlp::{self, Encoding, MapContext};
 

@@ -4,14 +4,10 @@
 //! every incident is detected with at most [`MAX_FALSE_ALARMS`] false alarms. All checks query
 //! the running demo server directly, next to what the demo itself reports.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// Most anomalies allowed more than 20 min away from every incident (docs/demo.md).

@@ -3,15 +3,11 @@
 //! stored, per-item rejections store exactly the accepted items, and the server keeps
 //! serving afterwards.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::*;
+use crate::common::*;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse, trace_service_client::TraceServiceClient,

@@ -5,13 +5,9 @@
 //! the hallucination index per span as the trace API returns it, averaged here); bad
 //! parameters refused with 4xx.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const T0: i64 = 1_780_272_000_000_000_000; // 2026-06-01T00:00:00Z

@@ -2,11 +2,7 @@
 //! by two tenants, aggregated by model and time bucket, with the answers computed here from what
 //! was sent; another tenant's spans stay invisible; bad plans and missing tokens are refused.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const T0: i64 = 1_780_272_000_000_000_000; // 2026-06-01T00:00:00Z

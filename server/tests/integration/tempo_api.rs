@@ -5,14 +5,10 @@
 //! values Grafana reads, that OTLP in -> store -> Tempo protobuf out round-trips ids, parents,
 //! attributes and events exactly, tenant isolation, 400 on bad TraceQL, 404 on unknown traces.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::common::*;
 use base64::Engine as _;
-use common::*;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
     AnyValue, ArrayValue, InstrumentationScope, KeyValue, any_value::Value,

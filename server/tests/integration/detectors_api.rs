@@ -3,14 +3,10 @@
 //! scored in the background, and the results are read back as anomaly events, PromQL series
 //! and Grafana annotations, across a restart, per tenant.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{ServerProcess, http};
+use crate::common::{ServerProcess, http};
 use serde_json::{Value, json};
 
 const STEP_S: i64 = 60;

@@ -5,16 +5,12 @@
 //! at all; and duplicates (a batch stored but cut before its acknowledgement, then retried by
 //! the SDK) are bounded by one batch per kill, since OTLP delivery is at-least-once.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const BATCHES: usize = 240;

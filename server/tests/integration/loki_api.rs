@@ -3,11 +3,7 @@
 //! panel's query_range, the log-volume histogram, the query builder's labels/values/series, and
 //! index stats. Also tenant isolation and bad-query errors.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
-use common::{ServerProcess, http};
+use crate::common::{ServerProcess, http};
 use serde_json::{Value, json};
 
 const NS: i64 = 1_000_000_000;

@@ -6,14 +6,12 @@
 //! Without `prometheus`/`promtool` on the PATH the suite is skipped with a message, unless
 //! `SIGHTLINE_REQUIRE_PROMETHEUS=1`, when it fails.
 
-mod golden;
-
 use std::time::Instant;
 
-use golden::compare::{Outcome, compare, from_ours};
-use golden::data;
-use golden::prom::{self, Prometheus};
-use golden::queries::{ERROR_QUERIES, INSTANT_TIMES, QUERIES, RANGES};
+use crate::golden::compare::{Outcome, compare, from_ours};
+use crate::golden::data;
+use crate::golden::prom::{self, Prometheus};
+use crate::golden::queries::{ERROR_QUERIES, INSTANT_TIMES, QUERIES, RANGES};
 use sightline_query::promql::{MemorySource, StoreSource, instant_query, range_query};
 use sightline_storage::{FsyncPolicy, Store, StoreConfig, TenantId};
 

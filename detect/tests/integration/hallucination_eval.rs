@@ -2,8 +2,6 @@
 //! standard set and beat both baselines (response length, mean token entropy) on every set,
 //! on every metric we report. Print the table with
 //! `cargo run -p sightline-detect --example hallucination_eval --release`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use sightline_detect::eval::{evaluate_all, format_table};
 
 #[test]

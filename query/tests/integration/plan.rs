@@ -2,8 +2,6 @@
 //! data flushed to Parquet segments and part still in memtables, so pruning and the vectorized
 //! path can only make a plan faster, never different.
 
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;

@@ -3,11 +3,6 @@
 //! Prometheus (`/usr/bin/prometheus`, or `SIGHTLINE_PROMETHEUS`) scraping a target and
 //! forwarding with `remote_write` leaves Sightline holding exactly the samples it holds.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-mod prom_common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -16,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::*;
-use prom_common::*;
+use crate::common::*;
+use crate::prom_common::*;
 use serde_json::{Value, json};
 
 /// Name, body, extra headers, expected status, text the answer must contain.

@@ -2,11 +2,7 @@
 //! something other than the router's bare 404 or a 405; a handler's own 404, such as "trace not
 //! found", carries a body), and the document is served as JSON.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// A plausible value for a path parameter.

@@ -6,8 +6,6 @@
 //! `tests/python/requirements.txt` installed). Without it the test prints a loud skip
 //! message and passes, unless `SIGHTLINE_REQUIRE_PYTHON=1`, in which case it fails (CI sets
 //! both).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use serde_json::Value;
 use sightline_detect::adf::{AdfOptions, adfuller};
 use sightline_detect::granger::granger_tests;

@@ -2,8 +2,6 @@
 //! brute-force filter over every span (some flushed to segments, some still in memtables),
 //! pruning assertions through the scan statistics, trace lookup and RED aggregates.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;

@@ -3,13 +3,8 @@
 //! check, buildinfo, panel range queries, variable queries, autocomplete (labels, label
 //! values, series, metadata), error envelopes, auth and tenant isolation.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-mod prom_common;
-
-use common::*;
-use prom_common::*;
+use crate::common::*;
+use crate::prom_common::*;
 use serde_json::{Value, json};
 
 const STALE: u64 = 0x7ff0_0000_0000_0002;

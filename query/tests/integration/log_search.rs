@@ -2,8 +2,6 @@
 //! test comparing search and histograms with a brute-force filter over all lines, pruning
 //! assertions on `explain`, and LogQL evaluation.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
 use proptest::prelude::*;
 use sightline_query::logs::logql::eval::{QueryValue, RangeParams, query_instant, query_range};
 use sightline_query::logs::logql::parse;

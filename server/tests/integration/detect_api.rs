@@ -1,13 +1,9 @@
 //! The detect calculators through the real `sightline` binary: `POST /api/v1/detect/*` and
 //! `sightline granger` on a CSV file. Results must equal the library's on the same input.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use sightline_detect::granger::{GrangerRequest, granger};
 

@@ -3,15 +3,11 @@
 //! between. Everything the script reports as sent and acknowledged must be in the data
 //! directory, exactly, in the right tenant, and nothing else.
 
-#![allow(clippy::unwrap_used, missing_docs)]
-
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use sightline_storage::{AttrValue, SeriesDef, SpanRecord, Store, TenantId};
 
