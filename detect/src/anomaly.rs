@@ -27,13 +27,13 @@ pub mod sustained;
 pub use conformal::{Calibrator, Direction, conformal_quantile, conformal_score};
 pub use expect::Expectation;
 pub use likelihood::{
-    LikelihoodConfig, anomaly_likelihood, first_detections, force_spatial_novelty, log_likelihood,
-    spatial_novelty,
+    LikelihoodConfig, ValueRange, anomaly_likelihood, first_detections, force_spatial_novelty,
+    log_likelihood, spatial_novelty,
 };
 pub use multi::{Finding, FindingKind, ServiceReport, ServiceSeries, SignalRole, judge_service};
 pub use score::{
     AnomalyConfig, AnomalyReport, Calibration, DetectorKind, ScoredSeries, detect,
-    score_expectation,
+    detect_continued, score_expectation,
 };
 pub use streaming_likelihood::{
     ResidualLikelihoodConfig, StreamingLikelihood, StreamingLikelihoodConfig,

@@ -190,12 +190,13 @@ pub fn post_process(values: &[f64], exp: &Expectation, post: Post) -> Res<Vec<f6
                 saturation,
                 ..ResidualLikelihoodConfig::for_probationary(prob)
             },
+            None,
         )?,
         Post::Raw { cal } => conformal(values, exp, cal, false)?
             .into_iter()
             .map(|v| if v.is_finite() { v } else { 0.0 })
             .collect(),
-        Post::Novelty => spatial_novelty(values, 0.0, prob / 2)
+        Post::Novelty => spatial_novelty(values, 0.0, prob / 2, None)
             .into_iter()
             .map(|b| if b { 1.0 } else { 0.0 })
             .collect(),
@@ -244,7 +245,7 @@ pub fn post_process(values: &[f64], exp: &Expectation, post: Post) -> Res<Vec<f6
             }
             let mut s = first_detections(&s, cooldown);
             if let Some(tol) = spatial {
-                let novel: Vec<f64> = spatial_novelty(values, tol, prob / 2)
+                let novel: Vec<f64> = spatial_novelty(values, tol, prob / 2, None)
                     .into_iter()
                     .map(|b| if b { 1.0 } else { 0.0 })
                     .collect();

@@ -220,7 +220,7 @@ pub fn published_raw(results: &Path, detector: &str) -> Res<()> {
                 &l.into_iter().map(log_likelihood).collect::<Vec<_>>(),
                 cooldown,
             );
-            force_spatial_novelty(&mut s, &f.values, 0.05);
+            force_spatial_novelty(&mut s, &f.values, 0.05, None);
             Ok(s)
         },
     )?;
@@ -238,7 +238,7 @@ fn streaming_final(values: &[f64], raw: &[f64], tol: Option<f64>) -> Res<Vec<f64
     )?;
     let mut s: Vec<f64> = l.into_iter().map(log_likelihood).collect();
     if let Some(tol) = tol {
-        force_spatial_novelty(&mut s, values, tol);
+        force_spatial_novelty(&mut s, values, tol, None);
     }
     Ok(s)
 }

@@ -160,30 +160,88 @@ pub fn log_likelihood(likelihood: f64) -> f64 {
     ((tail + 1e-10).ln() / 1e-10f64.ln()).clamp(0.0, 1.0)
 }
 
+/// The smallest and largest finite value a series took: what [`spatial_novelty`] judges a new
+/// value against. Carried between runs over windows of one series, so a window shorter than the
+/// series' seasonality does not take each daily peak for a record.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ValueRange {
+    /// Smallest value.
+    pub lo: f64,
+    /// Largest value.
+    pub hi: f64,
+}
+
+impl ValueRange {
+    /// The range of the finite values, `None` when there are none.
+    pub fn of(values: &[f64]) -> Option<Self> {
+        values.iter().fold(None, |r, &v| Self::extend(r, v))
+    }
+
+    /// `r` widened to take `v` (non-finite values change nothing).
+    pub fn extend(r: Option<Self>, v: f64) -> Option<Self> {
+        if !v.is_finite() {
+            return r;
+        }
+        Some(match r {
+            Some(r) => Self {
+                lo: r.lo.min(v),
+                hi: r.hi.max(v),
+            },
+            None => Self { lo: v, hi: v },
+        })
+    }
+
+    /// The smallest range holding both.
+    pub fn union(a: Option<Self>, b: Option<Self>) -> Option<Self> {
+        match (a, b) {
+            (Some(a), b) => Self::extend(Self::extend(b, a.lo), a.hi),
+            (None, b) => b,
+        }
+    }
+}
+
 /// Whether each value lies beyond the range seen before it, widened by `tolerance` times that
-/// range on each side (NAB's HTM detector uses 5%). The first `warmup` points only build the
-/// range; non-finite values are ignored.
-pub fn spatial_novelty(values: &[f64], tolerance: f64, warmup: usize) -> Vec<bool> {
+/// range on each side (NAB's HTM detector uses 5%). `seen` is the range the series took before
+/// `values`, if known. The first `warmup` points only build the range; non-finite values are
+/// ignored.
+pub fn spatial_novelty(
+    values: &[f64],
+    tolerance: f64,
+    warmup: usize,
+    seen: Option<ValueRange>,
+) -> Vec<bool> {
     let mut out = vec![false; values.len()];
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    // a range from outside (a state file) is used only when it is one
+    let mut range = seen.filter(|r| r.lo.is_finite() && r.hi.is_finite() && r.lo <= r.hi);
     for (t, &v) in values.iter().enumerate() {
         if !v.is_finite() {
             continue;
         }
-        if t >= warmup && hi > lo {
-            let pad = (hi - lo) * tolerance;
-            out[t] = v > hi + pad || v < lo - pad;
+        if let Some(r) = range
+            && t >= warmup
+            && r.hi > r.lo
+        {
+            let pad = (r.hi - r.lo) * tolerance;
+            out[t] = v > r.hi + pad || v < r.lo - pad;
         }
-        lo = lo.min(v);
-        hi = hi.max(v);
+        range = ValueRange::extend(range, v);
     }
     out
 }
 
-/// Set to 1 the scores of points beyond the range seen before them (widened by `tolerance`,
-/// no warm-up): HTM's spatial anomaly, which overrides whatever the likelihood said.
-pub fn force_spatial_novelty(scores: &mut [f64], values: &[f64], tolerance: f64) {
-    for (s, novel) in scores.iter_mut().zip(spatial_novelty(values, tolerance, 0)) {
+/// Set to 1 the scores of points beyond the range seen before them (`seen`, then the earlier
+/// values; widened by `tolerance`, no warm-up): HTM's spatial anomaly, which overrides whatever
+/// the likelihood said.
+pub fn force_spatial_novelty(
+    scores: &mut [f64],
+    values: &[f64],
+    tolerance: f64,
+    seen: Option<ValueRange>,
+) {
+    for (s, novel) in scores
+        .iter_mut()
+        .zip(spatial_novelty(values, tolerance, 0, seen))
+    {
         if novel {
             *s = 1.0;
         }
@@ -245,6 +303,43 @@ mod tests {
         assert!(log_likelihood(0.5) < 0.04);
         assert_eq!(log_likelihood(f64::NAN), 0.0);
         assert!((log_likelihood(1.0) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn value_range_ignores_non_finite_and_unions() {
+        assert_eq!(ValueRange::of(&[f64::NAN, f64::INFINITY]), None);
+        let r = ValueRange::of(&[3.0, f64::NAN, -1.0, 2.0]);
+        assert_eq!(r, Some(ValueRange { lo: -1.0, hi: 3.0 }));
+        let other = Some(ValueRange { lo: 0.0, hi: 7.0 });
+        assert_eq!(
+            ValueRange::union(r, other),
+            Some(ValueRange { lo: -1.0, hi: 7.0 })
+        );
+        assert_eq!(ValueRange::union(None, other), other);
+        assert_eq!(ValueRange::union(other, None), other);
+    }
+
+    #[test]
+    fn spatial_novelty_judges_against_the_range_seen_before() {
+        let v = [5.0, 6.0, 9.0, 4.0];
+        // alone, 9 and 4 leave the range of the values before them
+        assert_eq!(
+            spatial_novelty(&v, 0.05, 0, None),
+            vec![false, false, true, true]
+        );
+        // after a series that already went from 0 to 10, nothing here is new
+        let seen = Some(ValueRange { lo: 0.0, hi: 10.0 });
+        assert_eq!(spatial_novelty(&v, 0.05, 0, seen), vec![false; 4]);
+        // 10.4 is within the 5% tolerance of 0..10, 10.6 and -0.6 are not
+        assert_eq!(spatial_novelty(&[10.4], 0.05, 0, seen), vec![false]);
+        assert_eq!(spatial_novelty(&[10.6], 0.05, 0, seen), vec![true]);
+        assert_eq!(spatial_novelty(&[-0.6], 0.05, 0, seen), vec![true]);
+        // a range that is not one (a damaged state file) is ignored, not trusted
+        let bad = Some(ValueRange { lo: 10.0, hi: 0.0 });
+        assert_eq!(
+            spatial_novelty(&v, 0.05, 0, bad),
+            vec![false, false, true, true]
+        );
     }
 
     #[test]

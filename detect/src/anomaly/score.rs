@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::conformal::{Direction, check_alpha, conformal_score, quantile_sorted};
 use super::expect::{self, Expectation};
+use super::likelihood::ValueRange;
 use super::streaming_likelihood::{ResidualLikelihoodConfig, residual_likelihood_scores};
 use super::sustained::{Alert, SustainedConfig, sustained_alerts};
 use crate::error::{DetectError, Result};
@@ -166,6 +167,10 @@ pub struct AnomalyReport {
     /// input, 15% up to 750 points); 0.5 or more is a tail of `1e−5` or less, or a value beyond
     /// the range seen so far. 0 for warm-up and missing points.
     pub likelihood: Vec<f64>,
+    /// The range of the finite input values and of `seen` ([`detect_continued`]): what the
+    /// next window of the same series should be judged against.
+    #[serde(default)]
+    pub range: Option<ValueRange>,
 }
 
 /// Default band half-width (in local scales) used before calibration has enough points.
@@ -384,6 +389,20 @@ pub fn detect(
     cfg: &AnomalyConfig,
     model: Option<&TrainedModel>,
 ) -> Result<AnomalyReport> {
+    detect_continued(values, volume, cfg, model, None)
+}
+
+/// [`detect`] over a window that continues a series scored before: `seen` is the range of
+/// values the series took before `values` (the [`AnomalyReport::range`] of the earlier runs).
+/// The likelihood's spatial novelty is judged against it too, so a window shorter than the
+/// series' seasonality does not take each daily peak for a record.
+pub fn detect_continued(
+    values: &[f64],
+    volume: Option<&[f64]>,
+    cfg: &AnomalyConfig,
+    model: Option<&TrainedModel>,
+    seen: Option<ValueRange>,
+) -> Result<AnomalyReport> {
     cfg.sustained.validate()?;
     let (filled, missing) = fill_gaps(values)?;
     let mut detector = cfg.detector.clone();
@@ -437,6 +456,7 @@ pub fn detect(
         values,
         &exp,
         &ResidualLikelihoodConfig::for_probationary(crate::nab::probationary_len(filled.len())),
+        seen,
     )?;
     let vol = volume.map(|v| v.get(exp.start..).unwrap_or(&[]));
     let mut alerts = sustained_alerts(&scored.breach, &scored.score, vol, &cfg.sustained)?;
@@ -450,5 +470,6 @@ pub fn detect(
         scored,
         alerts,
         likelihood,
+        range: ValueRange::union(seen, ValueRange::of(values)),
     })
 }

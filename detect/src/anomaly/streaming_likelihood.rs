@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use super::expect::Expectation;
-use super::likelihood::{force_spatial_novelty, log_likelihood, normal_tail};
+use super::likelihood::{ValueRange, force_spatial_novelty, log_likelihood, normal_tail};
 use crate::error::{DetectError, Result};
 
 /// Settings of [`StreamingLikelihood`]. Defaults are HTM's for a given probationary period.
@@ -305,12 +305,14 @@ impl ResidualLikelihoodConfig {
 /// Final anomaly scores in `[0, 1]` for a detector's expectations, HTM-style: the raw score
 /// `min(1, |y_t − ŷ_t| / (saturation·σ_t))` (0 before the expectations start) goes through
 /// the [`StreamingLikelihood`], is log-scaled by [`log_likelihood`] (0.5 ↔ tail `1e−5`), and
-/// points beyond the range seen so far score 1. Points with a non-finite value or expectation,
-/// or a scale that is not finite and positive, are not scored (0).
+/// points beyond the range seen so far (`seen`, the range before `values` if known, then the
+/// earlier values) score 1. Points with a non-finite value or expectation, or a scale that is not
+/// finite and positive, are not scored (0).
 pub fn residual_likelihood_scores(
     values: &[f64],
     exp: &Expectation,
     cfg: &ResidualLikelihoodConfig,
+    seen: Option<ValueRange>,
 ) -> Result<Vec<f64>> {
     if !(cfg.saturation.is_finite() && cfg.saturation > 0.0) {
         return Err(DetectError::InvalidParameter {
@@ -360,7 +362,7 @@ pub fn residual_likelihood_scores(
         })
         .collect();
     if let Some(tol) = cfg.spatial_tolerance {
-        force_spatial_novelty(&mut out, values, tol);
+        force_spatial_novelty(&mut out, values, tol, seen);
     }
     Ok(out)
 }
@@ -465,7 +467,8 @@ mod tests {
             scale: vec![0.05; n - 10],
         };
         let cfg = ResidualLikelihoodConfig::for_probationary(180);
-        let s = residual_likelihood_scores(&values, &exp, &cfg).unwrap_or_else(|e| panic!("{e}"));
+        let s =
+            residual_likelihood_scores(&values, &exp, &cfg, None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.len(), n);
         assert!(s.iter().all(|v| (0.0..=1.0).contains(v)));
         let before = s[180..burst].iter().cloned().fold(0.0, f64::max);
@@ -484,7 +487,8 @@ mod tests {
             scale: vec![1.0; 3],
         };
         let mut cfg = ResidualLikelihoodConfig::for_probationary(0);
-        let s = residual_likelihood_scores(&values, &exp, &cfg).unwrap_or_else(|e| panic!("{e}"));
+        let s =
+            residual_likelihood_scores(&values, &exp, &cfg, None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s[2], 0.0);
         assert!(s.iter().all(|v| v.is_finite()));
         let short = Expectation {
@@ -492,11 +496,11 @@ mod tests {
             expected: vec![1.0],
             scale: vec![1.0],
         };
-        assert!(residual_likelihood_scores(&values, &short, &cfg).is_err());
+        assert!(residual_likelihood_scores(&values, &short, &cfg, None).is_err());
         cfg.saturation = 0.0;
-        assert!(residual_likelihood_scores(&values, &exp, &cfg).is_err());
+        assert!(residual_likelihood_scores(&values, &exp, &cfg, None).is_err());
         cfg.saturation = 4.0;
         cfg.spatial_tolerance = Some(f64::NAN);
-        assert!(residual_likelihood_scores(&values, &exp, &cfg).is_err());
+        assert!(residual_likelihood_scores(&values, &exp, &cfg, None).is_err());
     }
 }

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use sightline_detect::anomaly::{
     AnomalyConfig, Calibration, DetectorKind, Direction, FindingKind, ServiceSeries, SignalRole,
-    SustainedConfig, detect, judge_service,
+    SustainedConfig, ValueRange, detect, detect_continued, judge_service,
 };
 use sightline_detect::forecast::rng::SplitMix64;
 use sightline_detect::nab::{
@@ -94,6 +94,58 @@ fn level_shift_raises_one_sustained_alert_in_the_right_direction() {
         quiet * 100 < values.len() - 225,
         "likelihood >= 0.5 away from the anomalies: {after_learning:?}"
     );
+}
+
+/// The server scores a long series in short windows (warm-up and calibration context plus the
+/// points since its last run). Carrying the value range from window to window keeps the
+/// likelihood's false alarms on a seasonal series at the level of one pass over the whole
+/// series; without it each window, shorter than a day, takes the daily peak for a record.
+#[test]
+fn windows_that_carry_the_range_alarm_like_one_pass() {
+    let mut r = SplitMix64::new(11);
+    let day = 1440.0;
+    let values: Vec<f64> = (0..12_000)
+        .map(|i| 100.0 + 10.0 * (std::f64::consts::TAU * i as f64 / day).sin() + 3.0 * r.normal())
+        .collect();
+    let cfg = AnomalyConfig::default();
+    let (start, context, step) = (4_000, 740, 60);
+    let alarms = |lk: &[f64]| lk[start..].iter().filter(|v| **v >= 0.5).count();
+    let one_pass = detect(&values, None, &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let windowed = |carry: bool| {
+        let mut lk = vec![0.0; values.len()];
+        // the first (full) run saw everything before `start`
+        let mut seen = ValueRange::of(&values[..start]);
+        let mut t = start;
+        while t < values.len() {
+            let end = (t + step).min(values.len());
+            let from = end.saturating_sub(context + step);
+            let prior = if carry { seen } else { None };
+            let rep = detect_continued(&values[from..end], None, &cfg, None, prior)
+                .unwrap_or_else(|e| panic!("{e}"));
+            lk[t..end].copy_from_slice(&rep.likelihood[t - from..]);
+            seen = rep.range;
+            t = end;
+        }
+        alarms(&lk)
+    };
+    let (full, carried, fresh) = (
+        alarms(&one_pass.likelihood),
+        windowed(true),
+        windowed(false),
+    );
+    eprintln!(
+        "likelihood >= 0.5 over {} points: one pass {full}, windows carrying the range {carried}, fresh windows {fresh}",
+        values.len() - start
+    );
+    assert!(
+        carried <= full + 4,
+        "windows carrying the range: {carried} alarms, one pass: {full}"
+    );
+    assert!(
+        fresh >= 3 * carried.max(1),
+        "without the range the windows should raise many more: {fresh} vs {carried}"
+    );
+    assert_eq!(one_pass.range, ValueRange::of(&values));
 }
 
 #[test]

@@ -326,10 +326,10 @@ fn spatial_novelty_marks_values_beyond_the_seen_range() {
     let v = [1.0, 2.0, 1.5, 2.04, 2.2, f64::NAN, 0.8, 0.85];
     // range so far [1, 2] -> tolerance 0.05 pads to [0.95, 2.05]
     assert_eq!(
-        spatial_novelty(&v, 0.05, 2),
+        spatial_novelty(&v, 0.05, 2, None),
         vec![false, false, false, false, true, false, true, false]
     );
-    assert_eq!(spatial_novelty(&v, 0.05, 100), vec![false; v.len()]);
+    assert_eq!(spatial_novelty(&v, 0.05, 100, None), vec![false; v.len()]);
 }
 
 #[test]
@@ -404,6 +404,7 @@ proptest! {
                 &values,
                 &exp,
                 &ResidualLikelihoodConfig::for_probationary(prob),
+                None,
             )
             .unwrap_or_default();
             prop_assert_eq!(s.len(), n);

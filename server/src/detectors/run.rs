@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use sightline_detect::anomaly::{AnomalyReport, Direction, detect};
+use sightline_detect::anomaly::{AnomalyReport, Direction, ValueRange, detect_continued};
 use sightline_detect::forecast::{
     ComputeDevice, TrainControl, TrainProgress, candle_device, load_dir, save_dir, train,
 };
@@ -134,6 +134,8 @@ pub struct Outcome {
     pub scored_from: BTreeMap<String, i64>,
     /// Series key -> last point written (ms).
     pub written: BTreeMap<String, i64>,
+    /// Series key -> range of the values seen (this run's window and what it was given).
+    pub ranges: BTreeMap<String, ValueRange>,
     /// Series scored.
     pub series: usize,
     /// Last scored point (ms).
@@ -142,6 +144,17 @@ pub struct Outcome {
     pub skipped: Vec<String>,
     /// Fallbacks used.
     pub fallbacks: Vec<String>,
+}
+
+/// What a run takes over from the runs before it, per series key.
+#[derive(Debug, Default)]
+pub struct Carried {
+    /// Last point written (ms): points are written once.
+    pub written: BTreeMap<String, i64>,
+    /// Values the series took before this run's window, since the last full run (empty for a
+    /// full run): the likelihood's spatial novelty is judged against them, so a window shorter
+    /// than the series' seasonality does not take each daily peak for a record.
+    pub seen: BTreeMap<String, ValueRange>,
 }
 
 /// Run `det` now. `train` retrains N-BEATS models (baselines need no training).
@@ -163,15 +176,27 @@ pub fn run(
         return Err(DetectorError::Cancelled);
     }
     let spec = det.spec.read().clone();
-    let (written, first_run) = {
+    let (carried, first_run) = {
         let st = det.status.lock();
-        (st.written.clone(), st.last_trained_ms.is_none())
+        let carried = Carried {
+            written: st.written.clone(),
+            seen: st.ranges.clone(),
+        };
+        (carried, st.last_trained_ms.is_none())
     };
-    let full = train_now || first_run || written.is_empty();
-    let w = window(&spec, now_ms, full, written.values().min().copied());
+    let full = train_now || first_run || carried.written.is_empty();
+    let carried = if full {
+        Carried {
+            seen: BTreeMap::new(),
+            ..carried
+        }
+    } else {
+        carried
+    };
+    let w = window(&spec, now_ms, full, carried.written.values().min().copied());
     let result = match spec.mode {
-        Mode::Single => single(store, det, &spec, w, full, &written, &cancelled),
-        Mode::Service => super::service::service(store, det, &spec, w, &written),
+        Mode::Single => single(store, det, &spec, w, full, &carried, &cancelled),
+        Mode::Service => super::service::service(store, det, &spec, w, &carried),
     };
     if cancelled() {
         return Err(DetectorError::Cancelled);
@@ -207,6 +232,10 @@ pub fn run(
         st.last_run_ms = Some(finished);
         if full {
             st.last_trained_ms = Some(finished);
+            // a full run saw the whole history: its ranges replace the carried ones
+            st.ranges = o.ranges;
+        } else {
+            st.ranges.extend(o.ranges);
         }
         st.written.extend(o.written);
         if o.series == 0 {
@@ -351,7 +380,7 @@ fn single(
     spec: &DetectorSpec,
     w: Window,
     full: bool,
-    written: &BTreeMap<String, i64>,
+    carried: &Carried,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Outcome, String> {
     let series = fetch(store, &det.tenant, &spec.query, w)?;
@@ -391,7 +420,9 @@ fn single(
         } else {
             None
         };
-        let report = match detect(&s.values, vol.as_deref(), &cfg, model.as_deref()) {
+        let seen = carried.seen.get(&key).copied();
+        let report = match detect_continued(&s.values, vol.as_deref(), &cfg, model.as_deref(), seen)
+        {
             Ok(r) => r,
             Err(e) => {
                 out.skipped.push(format!("{name}: {e}"));
@@ -411,7 +442,7 @@ fn single(
             s,
             &report,
             &key,
-            written.get(&key).copied(),
+            carried.written.get(&key).copied(),
             w.step_ms,
             &label,
         );
@@ -499,6 +530,9 @@ pub fn collect(
     }
     if let Some(p) = points.last() {
         out.written.insert(key.to_owned(), p.t);
+    }
+    if let Some(r) = report.range {
+        out.ranges.insert(key.to_owned(), r);
     }
     out.writer.add(&spec.name, &s.labels, &points);
     if sc.start < n {

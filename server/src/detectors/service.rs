@@ -10,12 +10,14 @@
 
 use std::collections::BTreeMap;
 
-use sightline_detect::anomaly::{AnomalyReport, Direction, ServiceSeries, detect, judge_service};
+use sightline_detect::anomaly::{
+    AnomalyReport, Direction, ServiceSeries, detect_continued, judge_service,
+};
 use sightline_storage::Store;
 
 use super::events::{Observed, deviation_words, duration_words, series_key, severity};
 use super::registry::Detector;
-use super::run::{GridSeries, Outcome, Window, alert_stats, collect, fetch, shifted};
+use super::run::{Carried, GridSeries, Outcome, Window, alert_stats, collect, fetch, shifted};
 use super::spec::{DetectorSpec, ModelKind, RoleSpec, signal_role};
 
 struct Role<'a> {
@@ -29,7 +31,7 @@ pub(super) fn service(
     det: &Detector,
     spec: &DetectorSpec,
     w: Window,
-    written: &BTreeMap<String, i64>,
+    carried: &Carried,
 ) -> Result<Outcome, String> {
     let mut roles = Vec::new();
     for (name, r) in &spec.roles {
@@ -106,17 +108,18 @@ pub(super) fn service(
     // Bands per role, written with a `role` label.
     let mut reports: BTreeMap<&str, AnomalyReport> = BTreeMap::new();
     for (r, s) in roles.iter().zip(&input) {
-        let cfg = spec.anomaly_config(s.role.bad_direction());
-        let report = detect(&s.values, volume.as_deref(), &cfg, None)
-            .map_err(|e| format!("{}: {e}", r.name))?;
         let mut labels = r.series.labels.clone();
         labels.insert("role".into(), r.name.to_owned());
+        let key = series_key(&labels);
+        let cfg = spec.anomaly_config(s.role.bad_direction());
+        let seen = carried.seen.get(&key).copied();
+        let report = detect_continued(&s.values, volume.as_deref(), &cfg, None, seen)
+            .map_err(|e| format!("{}: {e}", r.name))?;
         let gs = GridSeries {
             labels: labels.clone(),
             start_ms: start,
             values: s.values.clone(),
         };
-        let key = series_key(&labels);
         let mut scratch = Outcome::default();
         let label = format!("{} {}", spec.name, r.name);
         collect(
@@ -125,12 +128,13 @@ pub(super) fn service(
             &gs,
             &report,
             &key,
-            written.get(&key).copied(),
+            carried.written.get(&key).copied(),
             w.step_ms,
             &label,
         );
         out.writer = merge_writer(out.writer, scratch.writer);
         out.written.extend(scratch.written);
+        out.ranges.extend(scratch.ranges);
         out.last_scored_ms = out.last_scored_ms.max(scratch.last_scored_ms);
         out.series += 1;
         reports.insert(r.name, report);

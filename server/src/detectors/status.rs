@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use sightline_detect::anomaly::ValueRange;
 
 /// Lifecycle state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +61,10 @@ pub struct Status {
     /// Last written point per series key (ms): points are written once, never rewritten.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub written: BTreeMap<String, i64>,
+    /// Range of the values per series key since the last full run (which replaces it): the
+    /// `:likelihood` of an incremental run judges spatial novelty against it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ranges: BTreeMap<String, ValueRange>,
 }
 
 impl Status {

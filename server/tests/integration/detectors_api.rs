@@ -763,5 +763,30 @@ fn scoring_ticks_follow_new_points() {
     assert!(v.last().unwrap().0 >= scored / 1000 + 6, "{v:?}");
     // Every step written once: strictly increasing timestamps, no gaps in the scored stretch.
     assert!(v.windows(2).all(|w| w[1].0 - w[0].0 == 2), "{v:?}");
+    // The scoring runs carry the range of every value seen since the full run (the whole
+    // history), so the likelihood of a short window judges records against all of it.
+    let state: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("data/detectors/a/fast/state.json")).unwrap(),
+    )
+    .unwrap();
+    let ranges = state["ranges"].as_object().expect("ranges in state.json");
+    assert_eq!(ranges.len(), 1, "{state}");
+    let r = ranges.values().next().unwrap();
+    let (lo, hi) = (r["lo"].as_f64().unwrap(), r["hi"].as_f64().unwrap());
+    let value = |k: usize| seasonal((now - 600) as usize / 2 + k, 5.0, 9);
+    let bounds = |ks: std::ops::Range<usize>| {
+        ks.map(value)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+                (l.min(v), h.max(v))
+            })
+    };
+    // within what was ingested, and holding every point of the last 200 (surely in the
+    // windows, the 8 new ones included)
+    let (all_lo, all_hi) = bounds(0..308);
+    let (recent_lo, recent_hi) = bounds(108..308);
+    assert!(
+        all_lo <= lo && lo <= recent_lo && recent_hi <= hi && hi <= all_hi,
+        "carried range {lo}..{hi}; ingested {all_lo}..{all_hi}, last 200 {recent_lo}..{recent_hi}"
+    );
     server.stop();
 }
