@@ -147,7 +147,7 @@ pub struct Outcome {
 }
 
 /// What a run takes over from the runs before it, per series key.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Carried {
     /// Last point written (ms): points are written once.
     pub written: BTreeMap<String, i64>,
@@ -176,7 +176,7 @@ pub fn run(
         return Err(DetectorError::Cancelled);
     }
     let spec = det.spec.read().clone();
-    let (carried, first_run) = {
+    let (mut carried, first_run) = {
         let st = det.status.lock();
         let carried = Carried {
             written: st.written.clone(),
@@ -185,14 +185,10 @@ pub fn run(
         (carried, st.last_trained_ms.is_none())
     };
     let full = train_now || first_run || carried.written.is_empty();
-    let carried = if full {
-        Carried {
-            seen: BTreeMap::new(),
-            ..carried
-        }
-    } else {
-        carried
-    };
+    if full {
+        // a full run sees the whole history and starts every range afresh
+        carried.seen.clear();
+    }
     let w = window(&spec, now_ms, full, carried.written.values().min().copied());
     let result = match spec.mode {
         Mode::Single => single(store, det, &spec, w, full, &carried, &cancelled),
