@@ -68,6 +68,10 @@ pub enum StorageError {
     /// The store has been closed.
     #[error("store is closed")]
     Closed,
+    /// The caller's [`crate::Deadline`] passed (or its request was cancelled) before the work
+    /// finished; nothing was changed.
+    #[error("deadline exceeded")]
+    DeadlineExceeded,
     /// The Parquet library reported an error.
     #[error("parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),

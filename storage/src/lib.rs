@@ -18,6 +18,7 @@
 pub mod clock;
 pub mod columnar;
 pub mod config;
+pub mod deadline;
 pub mod error;
 pub mod fsutil;
 pub mod manifest;
@@ -36,6 +37,7 @@ pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CompactionConfig, RetentionConfig, StoreConfig};
+pub use deadline::Deadline;
 pub use error::{Result, StorageError};
 pub use manifest::SegmentMeta;
 pub use model::{
