@@ -8,6 +8,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::segment::SegmentWriteOptions;
 use crate::types::TenantId;
 use crate::wal::FsyncPolicy;
+use crate::wal::io::{OsWalIo, WalIo};
 
 /// When small segments are merged.
 #[derive(Clone, Debug)]
@@ -80,6 +81,10 @@ pub struct StoreConfig {
     pub clock: Arc<dyn Clock>,
     /// Threads one scan may use to read segments in parallel (1: read on the caller's thread).
     pub scan_threads: usize,
+    /// The WAL's file operations (writes at offsets, truncation, fsync). [`OsWalIo`] everywhere
+    /// but in fault-injection tests, which pass an implementation that fails on cue.
+    #[doc(hidden)]
+    pub wal_io: Arc<dyn WalIo>,
 }
 
 impl Default for StoreConfig {
@@ -102,6 +107,7 @@ impl Default for StoreConfig {
             scan_threads: std::thread::available_parallelism()
                 .map(|n| n.get().min(4))
                 .unwrap_or(1),
+            wal_io: Arc::new(OsWalIo),
         }
     }
 }

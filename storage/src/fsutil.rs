@@ -2,9 +2,24 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::error::{IoContext, Result};
+
+/// Permission bits of every file the store creates: readable and writable by its owner only.
+pub const FILE_MODE: u32 = 0o600;
+
+/// Creates (or truncates) `path` for writing, owner-only ([`FILE_MODE`]).
+pub fn create_private_file(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(FILE_MODE)
+        .open(path)
+        .at(path)
+}
 
 /// fsyncs a directory so that entries created, renamed or removed in it are durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {

@@ -8,12 +8,21 @@
 //!
 //! Files are named `<first-lsn, 20 digits>.wal`. A file is deleted once every record in it is at
 //! or below the manifest's checkpoint, i.e. persisted in segments.
+//!
+//! Disk faults: every record is written at the offset the log tracks itself, never at the file
+//! position, so a failed write leaves nothing behind once cut off again. A write that fails is
+//! undone with a truncate back to where the record began; if the truncate fails too, or an fsync
+//! fails, the log is poisoned and acknowledges nothing more. The file operations go through
+//! [`io::WalIo`], which fault-injection tests replace.
 
 pub mod entry;
+#[cfg(test)]
+mod fault_tests;
 pub mod frame;
+pub mod io;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{IoContext, Result, StorageError};
 use crate::fsutil;
 use crate::types::Lsn;
+use io::{OsWalIo, WalIo};
 
 /// When acknowledged writes reach stable storage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +96,50 @@ pub struct WalStats {
     pub bytes_written: u64,
 }
 
+/// Why a new WAL file could not be started.
+struct CreateFailed {
+    error: StorageError,
+    /// Set when the half-made file could not be removed again. Appends continue in the previous
+    /// file under LSNs the leftover's name claims, and replay would read the header-less leftover
+    /// as damage and quarantine the files after it, so the log must stop.
+    leftover: Option<String>,
+}
+
+/// Creates `<first>.wal` with its header, durable (file and directory entry). On failure the
+/// half-made file is removed again, so that it cannot later sit between good files.
+fn create_file(
+    io: &dyn WalIo,
+    dir: &Path,
+    first: Lsn,
+) -> std::result::Result<Current, CreateFailed> {
+    let path = dir.join(file_name(first));
+    let made = fsutil::create_private_file(&path).and_then(|file| {
+        io.write_all_at(&file, frame::FILE_MAGIC, 0).at(&path)?;
+        io.sync_data(&file).at(&path)?;
+        fsutil::sync_dir(dir)?;
+        Ok(file)
+    });
+    match made {
+        Ok(file) => Ok(Current {
+            file: Arc::new(file),
+            path,
+            bytes: frame::FILE_MAGIC.len() as u64,
+            first_lsn: first,
+        }),
+        Err(error) => {
+            let leftover = match fs::remove_file(&path) {
+                Ok(()) => None,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => Some(format!(
+                    "new WAL file {} failed ({error}) and could not be removed: {e}",
+                    path.display()
+                )),
+            };
+            Err(CreateFailed { error, leftover })
+        }
+    }
+}
+
 /// The write-ahead log of one data directory.
 pub struct Wal {
     dir: PathBuf,
@@ -95,6 +149,7 @@ pub struct Wal {
     sync: Mutex<SyncState>,
     synced_cv: Condvar,
     stats: Mutex<WalStats>,
+    io: Arc<dyn WalIo>,
 }
 
 fn file_name(first: Lsn) -> String {
@@ -128,6 +183,27 @@ impl Wal {
         quarantine_dir: &Path,
         checkpoint: Lsn,
         max_file_bytes: u64,
+        apply: impl FnMut(Lsn, &[u8]) -> Result<()>,
+    ) -> Result<(Self, WalReplayReport, Lsn)> {
+        Self::open_with_io(
+            dir,
+            quarantine_dir,
+            checkpoint,
+            max_file_bytes,
+            Arc::new(OsWalIo),
+            apply,
+        )
+    }
+
+    /// [`Wal::open`] with the file operations of appends, rotations and fsyncs going through
+    /// `io` (fault-injection tests; production passes [`OsWalIo`]). Replay itself reads and
+    /// truncates with the real calls.
+    pub fn open_with_io(
+        dir: &Path,
+        quarantine_dir: &Path,
+        checkpoint: Lsn,
+        max_file_bytes: u64,
+        io: Arc<dyn WalIo>,
         mut apply: impl FnMut(Lsn, &[u8]) -> Result<()>,
     ) -> Result<(Self, WalReplayReport, Lsn)> {
         fs::create_dir_all(dir).at(dir)?;
@@ -197,7 +273,7 @@ impl Wal {
             tracing::warn!(?report, "WAL replay found damage");
         }
         let next = Lsn(last.0 + 1);
-        let current = Self::create_file(dir, next)?;
+        let current = create_file(io.as_ref(), dir, next).map_err(|e| e.error)?;
         let wal = Self {
             dir: dir.to_owned(),
             quarantine_dir: quarantine_dir.to_owned(),
@@ -210,27 +286,9 @@ impl Wal {
             }),
             synced_cv: Condvar::new(),
             stats: Mutex::new(WalStats::default()),
+            io,
         };
         Ok((wal, report, last))
-    }
-
-    fn create_file(dir: &Path, first: Lsn) -> Result<Current> {
-        let path = dir.join(file_name(first));
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&path)
-            .at(&path)?;
-        file.write_all(frame::FILE_MAGIC).at(&path)?;
-        file.sync_all().at(&path)?;
-        fsutil::sync_dir(dir)?;
-        Ok(Current {
-            file: Arc::new(file),
-            path,
-            bytes: frame::FILE_MAGIC.len() as u64,
-            first_lsn: first,
-        })
     }
 
     fn check_poisoned(&self) -> Result<()> {
@@ -242,6 +300,9 @@ impl Wal {
 
     /// Writes one record. The caller serialises calls and passes strictly increasing LSNs.
     /// Returns once the bytes are in the OS; call [`Wal::wait_durable`] for durability.
+    ///
+    /// A failed write is cut off again before this returns its error, so the next append lands
+    /// exactly where this one would have; if it cannot be cut off the log is poisoned.
     pub fn append(&self, lsn: Lsn, payload: &[u8]) -> Result<()> {
         self.check_poisoned()?;
         if payload.len() > frame::MAX_PAYLOAD_LEN {
@@ -254,17 +315,24 @@ impl Wal {
         let mut buf = Vec::with_capacity(frame::HEADER_LEN + payload.len());
         frame::encode(lsn, payload, &mut buf);
         let mut cur = self.current.lock();
+        // Checked again under `current`: a poisoning that raced the check above must not let
+        // this record through.
+        self.check_poisoned()?;
         if cur.bytes > frame::FILE_MAGIC.len() as u64
             && cur.bytes + buf.len() as u64 > self.max_file_bytes
         {
             self.rotate_locked(&mut cur, lsn)?;
         }
         let before = cur.bytes;
-        if let Err(e) = (&*cur.file).write_all(&buf) {
+        if let Err(e) = self.io.write_all_at(&cur.file, &buf, before) {
             // Cut off whatever part of the record reached the file so that later records are
-            // not hidden behind a torn one; if even that fails, refuse further writes.
-            if cur.file.set_len(before).is_err() {
-                self.poison(format!("WAL write failed and could not be undone: {e}"));
+            // not hidden behind a torn one; if even that fails, refuse further writes: replay
+            // would stop at the torn record and lose everything acknowledged after it.
+            if let Err(undo) = self.io.set_len(&cur.file, before) {
+                self.poison(format!(
+                    "WAL write to {} failed ({e}) and could not be cut back to byte {before}: {undo}",
+                    cur.path.display()
+                ));
             }
             return Err(StorageError::io(&cur.path, e));
         }
@@ -328,7 +396,7 @@ impl Wal {
             (cur.file.clone(), cur.path.clone(), target)
         };
         let t = Instant::now();
-        file.sync_data().at(&path)?;
+        self.io.sync_data(&file).at(&path)?;
         let micros = t.elapsed().as_micros() as u64;
         let mut st = self.stats.lock();
         st.fsyncs += 1;
@@ -344,7 +412,7 @@ impl Wal {
     }
 
     fn rotate_locked(&self, cur: &mut Current, next: Lsn) -> Result<()> {
-        if let Err(e) = cur.file.sync_data() {
+        if let Err(e) = self.io.sync_data(&cur.file) {
             self.poison(format!("WAL fsync at rotation failed: {e}"));
             return Err(StorageError::io(&cur.path, e));
         }
@@ -357,8 +425,18 @@ impl Wal {
             }
             self.synced_cv.notify_all();
         }
-        *cur = Self::create_file(&self.dir, next)?;
-        Ok(())
+        match create_file(self.io.as_ref(), &self.dir, next) {
+            Ok(new) => {
+                *cur = new;
+                Ok(())
+            }
+            Err(CreateFailed { error, leftover }) => {
+                if let Some(why) = leftover {
+                    self.poison(why);
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Starts a new file whose first record will be `next`. Called when memtables are frozen for

@@ -200,11 +200,12 @@ pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenRepor
     // WAL replay into memtables.
     let budget = MemoryBudget::new(config.memory_budget_bytes);
     let mut active: HashMap<(crate::TenantId, Signal), Memtable> = HashMap::new();
-    let (wal, wal_report, last) = Wal::open(
+    let (wal, wal_report, last) = Wal::open_with_io(
         &root.join("wal"),
         &root.join(QUARANTINE_DIR),
         manifest.wal_checkpoint,
         config.wal_file_bytes,
+        config.wal_io.clone(),
         |lsn, payload| {
             let entry = wal::entry::decode(payload)?;
             if let Some(series) = &entry.series {
