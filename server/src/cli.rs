@@ -140,6 +140,40 @@ pub struct ServeArgs {
     #[arg(long, env = "SIGHTLINE_QUERY_TIMEOUT_SECS", value_name = "SECS")]
     pub query_timeout_secs: Option<u64>,
 
+    /// Most query, metadata and detect computations running at once, all tenants together;
+    /// more wait for a slot within their deadline [default: 20].
+    #[arg(long, env = "SIGHTLINE_MAX_CONCURRENT_QUERIES", value_name = "N")]
+    pub max_concurrent_queries: Option<usize>,
+
+    /// Most of those one tenant may run at once, so one tenant cannot block the others
+    /// [default: 10].
+    #[arg(
+        long,
+        env = "SIGHTLINE_MAX_CONCURRENT_QUERIES_PER_TENANT",
+        value_name = "N"
+    )]
+    pub max_concurrent_queries_per_tenant: Option<usize>,
+
+    /// Most samples one PromQL query may hold; more answer 422 [default: 50000000].
+    #[arg(long, env = "SIGHTLINE_MAX_QUERY_SAMPLES", value_name = "N")]
+    pub max_query_samples: Option<usize>,
+
+    /// Most open HTTP connections; more are closed at accept. Keep the process' open-files
+    /// limit (systemd `LimitNOFILE`) above this plus 1024 [default: 4096].
+    #[arg(long, env = "SIGHTLINE_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// A host name (without port) the HTTP listener answers besides loopback names when auth
+    /// is off on a loopback address (DNS-rebinding protection); repeatable.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+
+    /// An origin (`https://grafana.example:3000`) whose browser pages may call the API: CORS
+    /// headers are sent for it and its cross-origin writes are accepted; repeatable. None by
+    /// default.
+    #[arg(long = "cors-allowed-origin", value_name = "ORIGIN")]
+    pub cors_allowed_origins: Vec<String>,
+
     /// Most metric series per tenant [default: 1000000].
     #[arg(long, env = "SIGHTLINE_MAX_SERIES_PER_TENANT", value_name = "N")]
     pub max_series_per_tenant: Option<usize>,

@@ -16,6 +16,10 @@
 //! [limits]               # see crate::limits for every key and default
 //! max_body_bytes = 16777216
 //!
+//! [http]
+//! allowed_hosts = ["sightline.internal"]   # besides loopback names, when auth is off on loopback
+//! cors_allowed_origins = []                # origins whose pages may call the API
+//!
 //! [storage]
 //! fsync = "always"       # "interval" | "never"
 //! fsync_interval_ms = 100
@@ -83,6 +87,10 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// Worker threads of the detector scheduler (0: detectors off).
     pub detector_threads: usize,
+    /// Host names answered besides loopback ones (auth off on a loopback listener).
+    pub allowed_hosts: Vec<String>,
+    /// Origins whose browser pages may call the API (CORS).
+    pub cors_allowed_origins: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -99,6 +107,17 @@ struct FileConfig {
     limits: Option<Limits>,
     #[serde(default)]
     storage: FileStorage,
+    #[serde(default)]
+    http: FileHttp,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHttp {
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
+    cors_allowed_origins: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -141,6 +160,8 @@ impl Default for Config {
             },
             shutdown_timeout: Duration::from_secs(30),
             detector_threads: 1,
+            allowed_hosts: Vec::new(),
+            cors_allowed_origins: Vec::new(),
         }
     }
 }
@@ -199,6 +220,8 @@ impl Config {
         if let Some(v) = file.limits {
             c.limits = v;
         }
+        c.allowed_hosts = file.http.allowed_hosts;
+        c.cors_allowed_origins = file.http.cors_allowed_origins;
         let s = file.storage;
         let st = &mut c.storage;
         st.fsync = s.fsync.unwrap_or(st.fsync);
@@ -238,6 +261,16 @@ impl Config {
         set(&mut l.max_future_skew_secs, &a.max_future_skew_secs);
         set(&mut l.max_inflight_requests, &a.max_inflight_requests);
         set(&mut l.query_timeout_secs, &a.query_timeout_secs);
+        set(&mut l.max_concurrent_queries, &a.max_concurrent_queries);
+        set(
+            &mut l.max_concurrent_queries_per_tenant,
+            &a.max_concurrent_queries_per_tenant,
+        );
+        set(&mut l.max_query_samples, &a.max_query_samples);
+        set(&mut l.max_connections, &a.max_connections);
+        self.allowed_hosts.extend(a.allowed_hosts.iter().cloned());
+        self.cors_allowed_origins
+            .extend(a.cors_allowed_origins.iter().cloned());
         let s = &mut self.storage;
         set(&mut s.max_series_per_tenant, &a.max_series_per_tenant);
         set(&mut s.memory_budget_bytes, &a.memory_budget_bytes);
@@ -252,6 +285,16 @@ impl Config {
     /// Checks the resolved values.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
+        for o in &self.cors_allowed_origins {
+            let ok = (o.starts_with("http://") || o.starts_with("https://"))
+                && !o.ends_with('/')
+                && axum::http::HeaderValue::from_str(o).is_ok();
+            if !ok {
+                return Err(ConfigError::Invalid(format!(
+                    "http.cors_allowed_origins: {o:?} is not an origin (scheme://host[:port])"
+                )));
+            }
+        }
         if self.http_addr == self.grpc_addr && self.http_addr.port() != 0 {
             return Err(ConfigError::Invalid(format!(
                 "http_addr and grpc_addr are both {}",

@@ -1,6 +1,13 @@
 //! The HTTP listener's router. Each group of routes lives in its own module and contributes
 //! a `routes()` function; query APIs are added the same way.
 //!
+//! The plumbing every route shares: [`state`] ([`AppState`] and the [`Tenant`] extractor: one
+//! status for the same tenancy mistake everywhere), [`error`] (one [`ApiError`], classified
+//! once, rendered in each API's body shape), [`runner`] (all query, metadata and detect work
+//! runs on the blocking pool under a deadline the engine checks, within a global and a
+//! per-tenant concurrency cap), [`guard`] (Host, Origin, content-type and CORS rules for
+//! browsers), [`listener`] (connection cap and header/idle timeouts).
+//!
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
 //! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
 //! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
@@ -15,6 +22,9 @@
 pub mod aggregate;
 pub mod detect;
 pub mod detectors;
+pub mod error;
+pub mod guard;
+pub mod listener;
 pub mod logs;
 pub mod loki;
 pub mod openapi;
@@ -23,47 +33,31 @@ pub mod otlp;
 pub(crate) mod params;
 pub mod prometheus;
 pub mod quality;
+pub mod runner;
+pub mod state;
 pub mod tempo;
 pub mod traces;
 
-use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 
-use crate::ingest::Ingest;
+pub use error::{ApiError, Dialect, ErrorKind};
+pub use runner::Runner;
+pub use state::{AppState, Tenant, request_tenant};
 
-/// State shared by every handler.
-pub type AppState = Arc<Ingest>;
-
-/// The tenant of a request, from its `Authorization: Bearer` token (auth on) or its
-/// `X-Scope-OrgID` header (auth off); see [`crate::auth`]. Every query and ingest route calls
-/// this before touching the store, so no request reads or writes another tenant's data.
-pub fn request_tenant(
-    state: &AppState,
-    headers: &axum::http::HeaderMap,
-) -> Result<sightline_storage::TenantId, crate::IngestError> {
-    state.tenant(
-        headers.get("authorization").map(|v| v.as_bytes()),
-        headers.get("x-scope-orgid").map(|v| v.as_bytes()),
-    )
-}
-
-/// The native APIs' error answer: `{"status": "error", "error": "..."}` with `status`.
-pub fn api_error(
-    status: axum::http::StatusCode,
-    msg: impl std::fmt::Display,
-) -> axum::response::Response {
+/// The native APIs' success answer: `{"status": "success", "data": data}`.
+pub fn success(data: serde_json::Value) -> axum::response::Response {
     use axum::response::IntoResponse;
-    (
-        status,
-        axum::Json(serde_json::json!({"status": "error", "error": msg.to_string()})),
-    )
-        .into_response()
+    axum::Json(serde_json::json!({"status": "success", "data": data})).into_response()
 }
 
-/// The full router.
+/// The full router: every API, the browser protections of [`guard`], the request body
+/// timeout, and panics turned into 500s.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let body_timeout = Duration::from_secs(state.limits().body_read_timeout_secs);
+    let cors = guard::cors_layer(&state.http);
+    let app = Router::new()
         .merge(otlp::routes())
         .merge(detect::routes())
         .merge(detectors::routes())
@@ -76,6 +70,17 @@ pub fn router(state: AppState) -> Router {
         .merge(traces::routes())
         .merge(tempo::routes())
         .merge(quality::routes())
-        .layer(tower_http::catch_panic::CatchPanicLayer::new())
-        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::browser_guard,
+        ))
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            body_timeout,
+        ))
+        .layer(tower_http::catch_panic::CatchPanicLayer::new());
+    let app = match cors {
+        Some(c) => app.layer(c),
+        None => app,
+    };
+    app.with_state(state)
 }

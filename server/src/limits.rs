@@ -13,6 +13,18 @@
 //! | `max_inflight_requests` (export requests being processed) | 1,024 | 429 / `RESOURCE_EXHAUSTED` + retry |
 //! | `max_series_per_tenant` (storage) | 1,000,000 | OTLP: data points of new series past the limit rejected (partial success, reason `series_limit`; a histogram point is kept or refused whole), 400 when none is left; remote write: 400 |
 //! | `query_timeout_secs` (longest query evaluation; the `timeout` parameter can only lower it) | 120 | 503 `timeout` |
+//! | `max_concurrent_queries` (query, metadata and detect work running at once, all tenants) | 20 | waits within the deadline, then 503 `timeout` |
+//! | `max_concurrent_queries_per_tenant` (the same, one tenant) | 10 | waits within the deadline, then 503 `timeout` |
+//! | `max_query_samples` (samples one PromQL query may hold, Prometheus' `--query.max-samples`) | 50,000,000 | 422 `execution` |
+//! | `max_connections` (open HTTP connections) | 4,096 | connection closed at accept |
+//! | `header_read_timeout_secs` (to send request headers; also the keep-alive idle timeout) | 30 | connection closed |
+//! | `body_read_timeout_secs` (longest pause while sending a request body) | 60 | 408 |
+//! | `max_detectors_per_tenant` (anomaly detectors one tenant may define) | 100 | 400 |
+//! | `max_detector_parameters` (N-BEATS parameters of one detector's model) | 8,000,000 | 400 |
+//! | `max_detector_training_bytes` (estimated memory of one model's training) | 1 GiB | 400 |
+//! | `min_detector_retrain_secs` (shortest `retrain_every`) | 600 | 400 |
+//! | `min_detector_step_secs` (shortest `step`, the scoring interval) | 10 | 400 |
+//! | `max_detector_training_secs` (training wall time of one run) | 600 | training stops, best models so far kept |
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +50,30 @@ pub struct Limits {
     pub max_inflight_requests: usize,
     /// Longest evaluation of one query, in seconds (Prometheus' `--query.timeout`).
     pub query_timeout_secs: u64,
+    /// Most query, metadata and detect computations running at once, all tenants together.
+    pub max_concurrent_queries: usize,
+    /// Most such computations of one tenant running at once.
+    pub max_concurrent_queries_per_tenant: usize,
+    /// Most samples one PromQL query may hold in memory (Prometheus' `--query.max-samples`).
+    pub max_query_samples: usize,
+    /// Most HTTP connections open at once.
+    pub max_connections: usize,
+    /// Longest wait for a request's headers, in seconds; also the keep-alive idle timeout.
+    pub header_read_timeout_secs: u64,
+    /// Longest pause while a client sends a request body, in seconds.
+    pub body_read_timeout_secs: u64,
+    /// Most anomaly detectors one tenant may define.
+    pub max_detectors_per_tenant: usize,
+    /// Most N-BEATS parameters in one detector's model.
+    pub max_detector_parameters: usize,
+    /// Most memory one detector model's training may need (estimated from its shape), bytes.
+    pub max_detector_training_bytes: u64,
+    /// Shortest `retrain_every` of a detector, in seconds.
+    pub min_detector_retrain_secs: u64,
+    /// Shortest `step` (scoring interval) of a detector, in seconds.
+    pub min_detector_step_secs: u64,
+    /// Longest training of one detector run, in seconds; it then keeps its best models so far.
+    pub max_detector_training_secs: u64,
 }
 
 impl Default for Limits {
@@ -52,6 +88,18 @@ impl Default for Limits {
             max_future_skew_secs: 3600,
             max_inflight_requests: 1024,
             query_timeout_secs: 120,
+            max_concurrent_queries: 20,
+            max_concurrent_queries_per_tenant: 10,
+            max_query_samples: 50_000_000,
+            max_connections: 4096,
+            header_read_timeout_secs: 30,
+            body_read_timeout_secs: 60,
+            max_detectors_per_tenant: 100,
+            max_detector_parameters: 8_000_000,
+            max_detector_training_bytes: 1 << 30,
+            min_detector_retrain_secs: 600,
+            min_detector_step_secs: 10,
+            max_detector_training_secs: 600,
         }
     }
 }
@@ -67,8 +115,37 @@ impl Limits {
             ("max_attribute_value_bytes", self.max_attribute_value_bytes),
             ("max_attribute_depth", self.max_attribute_depth),
             ("max_inflight_requests", self.max_inflight_requests),
+            ("max_concurrent_queries", self.max_concurrent_queries),
+            (
+                "max_concurrent_queries_per_tenant",
+                self.max_concurrent_queries_per_tenant,
+            ),
+            ("max_query_samples", self.max_query_samples),
+            ("max_connections", self.max_connections),
+            ("max_detectors_per_tenant", self.max_detectors_per_tenant),
+            ("max_detector_parameters", self.max_detector_parameters),
         ];
         for (name, v) in positive {
+            if v == 0 {
+                return Err(crate::ConfigError::Invalid(format!(
+                    "limits.{name} must be positive"
+                )));
+            }
+        }
+        let positive_u64 = [
+            ("header_read_timeout_secs", self.header_read_timeout_secs),
+            ("body_read_timeout_secs", self.body_read_timeout_secs),
+            (
+                "max_detector_training_bytes",
+                self.max_detector_training_bytes,
+            ),
+            ("min_detector_step_secs", self.min_detector_step_secs),
+            (
+                "max_detector_training_secs",
+                self.max_detector_training_secs,
+            ),
+        ];
+        for (name, v) in positive_u64 {
             if v == 0 {
                 return Err(crate::ConfigError::Invalid(format!(
                     "limits.{name} must be positive"

@@ -212,7 +212,7 @@ fn open_backend(args: &QueryArgs) -> Result<Backend, String> {
                 Auth::Off,
                 Arc::new(Telemetry::new()),
             );
-            Ok(Backend::Local(crate::http::router(Arc::new(ingest))))
+            Ok(Backend::Local(crate::http::router(Arc::new(ingest).into())))
         }
         None => {
             let base = args

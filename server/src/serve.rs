@@ -83,12 +83,34 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
     ingest.set_detectors(detectors);
     let trigger = Trigger::new();
 
-    let app = crate::http::router(ingest.clone());
-    let http = tokio::spawn(
-        axum::serve(http_listener, app)
-            .with_graceful_shutdown(trigger.wait())
-            .into_future(),
-    );
+    let limits = ingest.limits().clone();
+    let settings = crate::http::guard::HttpSettings {
+        check_host: !auth_enabled && http_addr.ip().is_loopback(),
+        allowed_hosts: config.allowed_hosts.clone(),
+        cors_allowed_origins: config.cors_allowed_origins.clone(),
+    };
+    let app = crate::http::router(crate::http::AppState::new(ingest.clone(), settings));
+    if let Some(nofile) = crate::http::listener::open_files_limit() {
+        let need = u64::try_from(limits.max_connections)
+            .unwrap_or(u64::MAX)
+            .saturating_add(1024);
+        if nofile < need {
+            tracing::warn!(
+                nofile,
+                max_connections = limits.max_connections,
+                "the open-files limit is below max_connections + 1024: raise it (systemd LimitNOFILE, ulimit -n) or lower --max-connections"
+            );
+        }
+    }
+    let http = tokio::spawn(crate::http::listener::serve(
+        http_listener,
+        app,
+        crate::http::listener::ListenerLimits {
+            max_connections: limits.max_connections,
+            header_read_timeout: std::time::Duration::from_secs(limits.header_read_timeout_secs),
+        },
+        trigger.wait(),
+    ));
     let (traces, metrics, logs) = OtlpGrpc::new(ingest.clone()).services();
     let incoming =
         tonic::transport::server::TcpIncoming::from(grpc_listener).with_nodelay(Some(true));

@@ -10,13 +10,14 @@
 //!   `"difference": "auto"`), or PromQL over stored metrics `{"cause_query", "effect_query",
 //!   "start", "end", "step", "max_lag"}` (seconds, each query must yield one series).
 //!
-//! Errors are `{"status": "error", "error": "..."}` with 400 for malformed or degenerate input.
-//! With auth on, a valid bearer token is required; stored data is read from the caller's tenant.
+//! Errors are `{"status": "error", "errorType": .., "error": ".."}` with 400 for malformed or
+//! degenerate input, 413 for inputs over the size limits below, 415 for a body that is not
+//! JSON, 503 past the deadline. Every computation runs through the [`super::Runner`]. With auth
+//! on, a valid bearer token is required; stored data is read from the caller's tenant.
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
@@ -25,11 +26,18 @@ use sightline_detect::granger::{Differencing, GrangerRequest, granger};
 use sightline_detect::hallucination::{HallucinationRequest, hallucination_index};
 use sightline_detect::logprobs::ChoiceLogprobs;
 use sightline_query::promql::{QueryResult, StoreSource, range_query};
+use sightline_storage::TenantId;
 
-use super::AppState;
+use super::{ApiError, AppState, Tenant, guard};
 
 /// Longest series accepted by the Granger endpoint.
 pub const MAX_GRANGER_POINTS: usize = 1_000_000;
+/// Longest answer the hallucination endpoint scores, in bytes (about 10,000 words).
+pub const MAX_HALLUCINATION_ANSWER_BYTES: usize = 64 << 10;
+/// Most document text the hallucination endpoint reads, all documents together, in bytes.
+pub const MAX_HALLUCINATION_DOCUMENT_BYTES: usize = 1 << 20;
+/// Most documents in one hallucination request.
+pub const MAX_HALLUCINATION_DOCUMENTS: usize = 256;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -37,28 +45,24 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/detect/entropy", post(entropy))
         .route("/api/v1/detect/hallucination", post(hallucination))
         .route("/api/v1/detect/granger", post(granger_handler))
-}
-
-/// An error answer: status plus message, rendered as `{"status": "error", "error": ...}`.
-struct ApiError(StatusCode, String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        super::api_error(self.0, self.1)
-    }
-}
-
-fn error(status: StatusCode, msg: impl std::fmt::Display) -> ApiError {
-    ApiError(status, msg.to_string())
-}
-
-fn tenant(st: &AppState, headers: &HeaderMap) -> Result<sightline_storage::TenantId, ApiError> {
-    super::request_tenant(st, headers).map_err(|e| error(StatusCode::UNAUTHORIZED, e))
+        .route_layer(axum::middleware::from_fn(guard::require_json))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body)
-        .map_err(|e| error(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}")))
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_data(format!("invalid JSON: {e}")))
+}
+
+/// Runs a calculator through the runner (blocking pool, the tenant's slots, the deadline).
+async fn run<T, F>(st: &AppState, tenant: &TenantId, work: F) -> Result<Response, ApiError>
+where
+    T: serde::Serialize + Send + 'static,
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+{
+    let v = st
+        .runner
+        .run(tenant, st.runner.timeout(None), move |_| work())
+        .await?;
+    Ok(axum::Json(v).into_response())
 }
 
 #[derive(Deserialize)]
@@ -68,33 +72,55 @@ struct EntropyRequest {
     options: UncertaintyOptions,
 }
 
-async fn entropy(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = tenant(&st, &headers) {
-        return r.into_response();
-    }
-    let req: EntropyRequest = match parse(&body) {
-        Ok(r) => r,
-        Err(r) => return r.into_response(),
-    };
-    match response_uncertainty(&req.logprobs, &req.options) {
-        Ok(u) => axum::Json(u).into_response(),
-        Err(e) => error(StatusCode::BAD_REQUEST, e).into_response(),
-    }
+async fn entropy(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    run(&st, &tenant, move || {
+        let req: EntropyRequest = parse(&body)?;
+        response_uncertainty(&req.logprobs, &req.options)
+            .map_err(|e| ApiError::bad_data(e.to_string()))
+    })
+    .await
 }
 
-async fn hallucination(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = tenant(&st, &headers) {
-        return r.into_response();
+/// Refuses hallucination requests whose scoring would take more than a few seconds.
+fn check_hallucination_size(req: &HallucinationRequest) -> Result<(), ApiError> {
+    let docs: usize = req.documents.iter().map(|d| d.text.len()).sum();
+    if req.answer.len() > MAX_HALLUCINATION_ANSWER_BYTES {
+        return Err(ApiError::new(
+            super::ErrorKind::TooLarge,
+            format!(
+                "answer of {} bytes; the limit is {MAX_HALLUCINATION_ANSWER_BYTES}",
+                req.answer.len()
+            ),
+        ));
     }
-    let req: HallucinationRequest = match parse(&body) {
-        Ok(r) => r,
-        Err(r) => return r.into_response(),
-    };
-    match tokio::task::spawn_blocking(move || hallucination_index(&req)).await {
-        Ok(Ok(report)) => axum::Json(report).into_response(),
-        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, e).into_response(),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+    if req.documents.len() > MAX_HALLUCINATION_DOCUMENTS || docs > MAX_HALLUCINATION_DOCUMENT_BYTES
+    {
+        return Err(ApiError::new(
+            super::ErrorKind::TooLarge,
+            format!(
+                "{} documents of {docs} bytes; the limits are {MAX_HALLUCINATION_DOCUMENTS} documents and {MAX_HALLUCINATION_DOCUMENT_BYTES} bytes",
+                req.documents.len()
+            ),
+        ));
     }
+    Ok(())
+}
+
+async fn hallucination(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    run(&st, &tenant, move || {
+        let req: HallucinationRequest = parse(&body)?;
+        check_hallucination_size(&req)?;
+        hallucination_index(&req).map_err(|e| ApiError::bad_data(e.to_string()))
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -150,23 +176,20 @@ fn one_series(
     Ok(out)
 }
 
-async fn granger_handler(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let tenant = match tenant(&st, &headers) {
-        Ok(t) => t,
-        Err(r) => return r.into_response(),
-    };
-    let value: serde_json::Value = match parse(&body) {
-        Ok(v) => v,
-        Err(r) => return r.into_response(),
-    };
+async fn granger_handler(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let store = st.store().clone();
+    let t = tenant.clone();
     let work = move || -> Result<serde_json::Value, ApiError> {
+        let value: serde_json::Value = parse(&body)?;
         let req: GrangerRequest = if value.get("cause_query").is_some() {
-            let q: QueryGranger =
-                serde_json::from_value(value).map_err(|e| error(StatusCode::BAD_REQUEST, e))?;
-            if q.step.is_nan() || q.step <= 0.0 || q.end.is_nan() || q.end <= q.start {
-                return Err(error(
-                    StatusCode::BAD_REQUEST,
+            let q: QueryGranger = serde_json::from_value(value)
+                .map_err(|e| ApiError::bad_data(format!("invalid request: {e}")))?;
+            if !(q.step > 0.0 && q.end > q.start && q.start.is_finite() && q.end.is_finite()) {
+                return Err(ApiError::bad_data(
                     "need start < end and step > 0 (seconds)",
                 ));
             }
@@ -175,39 +198,39 @@ async fn granger_handler(State(st): State<AppState>, headers: HeaderMap, body: B
                 (q.end * 1000.0) as i64,
                 ((q.step * 1000.0) as i64).max(1),
             );
-            let n = ((end_ms - start_ms) / step_ms + 1) as usize;
-            let src = StoreSource::new(&store, tenant);
-            let run = |query: &str, what: &str| {
+            let n = usize::try_from((end_ms - start_ms) / step_ms + 1).unwrap_or(usize::MAX);
+            if n > MAX_GRANGER_POINTS {
+                return Err(ApiError::bad_data(format!(
+                    "{n} steps; the limit is {MAX_GRANGER_POINTS}"
+                )));
+            }
+            let src = StoreSource::new(&store, t);
+            let eval = |query: &str, what: &str| {
                 range_query(&src, query, start_ms, end_ms, step_ms)
-                    .map_err(|e| error(StatusCode::BAD_REQUEST, format!("{what}: {e}")))
+                    .map_err(|e| ApiError::from(e).context(what))
                     .and_then(|r| {
                         one_series(r, what, n, start_ms, step_ms)
-                            .map_err(|e| error(StatusCode::BAD_REQUEST, e))
+                            .map_err(|e| ApiError::bad_data(e.to_string()))
                     })
             };
             GrangerRequest {
-                cause: run(&q.cause_query, "cause_query")?,
-                effect: run(&q.effect_query, "effect_query")?,
+                cause: eval(&q.cause_query, "cause_query")?,
+                effect: eval(&q.effect_query, "effect_query")?,
                 max_lag: q.max_lag,
                 difference: q.difference,
                 alpha: q.alpha,
             }
         } else {
             serde_json::from_value(value)
-                .map_err(|e| error(StatusCode::BAD_REQUEST, format!("invalid request: {e}")))?
+                .map_err(|e| ApiError::bad_data(format!("invalid request: {e}")))?
         };
         if req.cause.len() > MAX_GRANGER_POINTS || req.effect.len() > MAX_GRANGER_POINTS {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                format!("series longer than {MAX_GRANGER_POINTS} points"),
-            ));
+            return Err(ApiError::bad_data(format!(
+                "series longer than {MAX_GRANGER_POINTS} points"
+            )));
         }
-        let res = granger(&req).map_err(|e| error(StatusCode::BAD_REQUEST, e))?;
-        serde_json::to_value(res).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))
+        let res = granger(&req).map_err(|e| ApiError::bad_data(e.to_string()))?;
+        serde_json::to_value(res).map_err(|e| ApiError::internal(e.to_string()))
     };
-    match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(v)) => axum::Json(v).into_response(),
-        Ok(Err(r)) => r.into_response(),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
-    }
+    run(&st, &tenant, work).await
 }

@@ -5,21 +5,24 @@
 //! * `GET /api/v1/anomalies?detector=&start=&end=&limit=` -> `{"anomalies": [...]}`;
 //! * `GET /api/v1/annotations?start=&end=&detector=` -> Grafana annotations.
 //!
-//! Tenants as everywhere else ([`super::request_tenant`]); a tenant sees and changes only its
-//! own detectors. Errors are `{"status": "error", "error": "..."}`.
+//! Tenants as everywhere else ([`super::Tenant`]); a tenant sees and changes only its own
+//! detectors. Definitions are JSON (415 otherwise), validated and stored through the
+//! [`super::Runner`]. Errors are [`super::ApiError`]s: 400 invalid definition, 404 unknown
+//! detector, 409 name taken, 503 detectors off.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::handler::Handler;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use sightline_storage::TenantId;
 
-use super::AppState;
+use super::{ApiError, AppState, ErrorKind, Tenant, guard};
 use crate::detectors::{AnomalyEvent, DetectorError, DetectorSpec, Detectors};
 
 /// Most anomalies one request returns.
@@ -28,56 +31,34 @@ pub const MAX_LIMIT: usize = 10_000;
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/detectors", get(list).post(create))
+        .route(
+            "/api/v1/detectors",
+            get(list).post(create.layer(axum::middleware::from_fn(guard::require_json))),
+        )
         .route(
             "/api/v1/detectors/{name}",
-            get(show).put(replace).delete(remove),
+            get(show)
+                .put(replace.layer(axum::middleware::from_fn(guard::require_json)))
+                .delete(remove),
         )
         .route("/api/v1/detectors/{name}/run", post(run_now))
         .route("/api/v1/anomalies", get(anomalies))
         .route("/api/v1/annotations", get(annotations))
 }
 
-/// An error answer: status plus message, rendered as `{"status": "error", "error": ...}`.
-struct ApiError(StatusCode, String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        super::api_error(self.0, self.1)
-    }
-}
-
-fn err(status: StatusCode, msg: impl std::fmt::Display) -> ApiError {
-    ApiError(status, msg.to_string())
-}
-
-fn from_detector_error(e: DetectorError) -> ApiError {
-    let status = match &e {
-        DetectorError::Invalid(_) => StatusCode::BAD_REQUEST,
-        DetectorError::Exists(_) => StatusCode::CONFLICT,
-        DetectorError::NotFound(_) => StatusCode::NOT_FOUND,
-        DetectorError::Disabled => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    err(status, e)
-}
-
-/// Tenant and detectors of a request.
-fn prepare(st: &AppState, headers: &HeaderMap) -> Result<(TenantId, Arc<Detectors>), ApiError> {
-    let tenant =
-        super::request_tenant(st, headers).map_err(|e| err(StatusCode::UNAUTHORIZED, e))?;
-    let d = st.detectors().cloned().ok_or_else(|| {
-        err(
-            StatusCode::SERVICE_UNAVAILABLE,
+/// Detectors of this process, or 503.
+fn detectors(st: &AppState) -> Result<Arc<Detectors>, ApiError> {
+    st.detectors().cloned().ok_or_else(|| {
+        ApiError::new(
+            ErrorKind::Unavailable,
             "detectors are not available in this process",
         )
-    })?;
-    Ok((tenant, d))
+    })
 }
 
 fn parse_spec(body: &[u8], name: Option<&str>) -> Result<DetectorSpec, ApiError> {
     let mut v: Value = serde_json::from_slice(body)
-        .map_err(|e| err(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}")))?;
+        .map_err(|e| ApiError::bad_data(format!("invalid JSON: {e}")))?;
     if let (Some(name), Some(obj)) = (name, v.as_object_mut()) {
         match obj.get("name") {
             None => {
@@ -85,137 +66,122 @@ fn parse_spec(body: &[u8], name: Option<&str>) -> Result<DetectorSpec, ApiError>
             }
             Some(Value::String(n)) if n == name => {}
             Some(other) => {
-                return Err(err(
-                    StatusCode::BAD_REQUEST,
-                    format!("body name {other} does not match the path's {name:?}"),
-                ));
+                return Err(ApiError::bad_data(format!(
+                    "body name {other} does not match the path's {name:?}"
+                )));
             }
         }
     }
     let spec: DetectorSpec = serde_json::from_value(v)
-        .map_err(|e| err(StatusCode::BAD_REQUEST, format!("invalid detector: {e}")))?;
+        .map_err(|e| ApiError::bad_data(format!("invalid detector: {e}")))?;
     spec.validate()
-        .map_err(|e| err(StatusCode::BAD_REQUEST, format!("invalid detector: {e}")))?;
+        .map_err(|e| ApiError::bad_data(format!("invalid detector: {e}")))?;
     Ok(spec)
 }
 
+/// Runs registry work (file writes, spec validation with its query parsing) through the
+/// runner.
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, DetectorError> + Send + 'static,
+    st: &AppState,
+    tenant: &TenantId,
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(from_detector_error(e)),
-        Err(e) => Err(err(StatusCode::INTERNAL_SERVER_ERROR, e)),
-    }
+    st.runner
+        .run(tenant, st.runner.timeout(None), move |_| f())
+        .await
 }
 
-async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let (tenant, d) = match prepare(&st, &headers) {
-        Ok(x) => x,
-        Err(r) => return r.into_response(),
-    };
+async fn list(State(st): State<AppState>, Tenant(tenant): Tenant) -> Result<Response, ApiError> {
+    let d = detectors(&st)?;
     let items: Vec<Value> = d
         .registry()
         .list(&tenant)
         .iter()
         .map(|x| x.to_json())
         .collect();
-    axum::Json(json!({ "detectors": items })).into_response()
+    Ok(axum::Json(json!({ "detectors": items })).into_response())
 }
 
-async fn create(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    put_detector(st, headers, body, None).await
+async fn create(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    put_detector(st, tenant, body, None).await
 }
 
 async fn replace(
     State(st): State<AppState>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
     Path(name): Path<String>,
     body: Bytes,
-) -> Response {
-    put_detector(st, headers, body, Some(name)).await
+) -> Result<Response, ApiError> {
+    put_detector(st, tenant, body, Some(name)).await
 }
 
 async fn put_detector(
     st: AppState,
-    headers: HeaderMap,
+    tenant: TenantId,
     body: Bytes,
     name: Option<String>,
-) -> Response {
-    let (tenant, d) = match prepare(&st, &headers) {
-        Ok(x) => x,
-        Err(r) => return r.into_response(),
-    };
-    let spec = match parse_spec(&body, name.as_deref()) {
-        Ok(s) => s,
-        Err(r) => return r.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let d = detectors(&st)?;
     let replace = name.is_some();
-    match blocking(move || d.registry().put(&tenant, spec, replace)).await {
-        Ok((det, existed)) => {
-            let status = if existed {
-                StatusCode::OK
-            } else {
-                StatusCode::CREATED
-            };
-            (status, axum::Json(det.to_json())).into_response()
-        }
-        Err(r) => r.into_response(),
-    }
+    let t = tenant.clone();
+    let (det, existed) = blocking(&st, &tenant, move || {
+        let spec = parse_spec(&body, name.as_deref())?;
+        Ok(d.registry().put(&t, spec, replace)?)
+    })
+    .await?;
+    let status = if existed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, axum::Json(det.to_json())).into_response())
 }
 
 async fn show(
     State(st): State<AppState>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
     Path(name): Path<String>,
-) -> Response {
-    let (tenant, d) = match prepare(&st, &headers) {
-        Ok(x) => x,
-        Err(r) => return r.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let d = detectors(&st)?;
     match d.registry().get(&tenant, &name) {
-        Some(det) => axum::Json(det.to_json()).into_response(),
-        None => from_detector_error(DetectorError::NotFound(name)).into_response(),
+        Some(det) => Ok(axum::Json(det.to_json()).into_response()),
+        None => Err(DetectorError::NotFound(name).into()),
     }
 }
 
 async fn remove(
     State(st): State<AppState>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
     Path(name): Path<String>,
-) -> Response {
-    let (tenant, d) = match prepare(&st, &headers) {
-        Ok(x) => x,
-        Err(r) => return r.into_response(),
-    };
-    let n = name.clone();
-    match blocking(move || d.registry().delete(&tenant, &n)).await {
-        Ok(true) => axum::Json(json!({"status": "success", "deleted": name})).into_response(),
-        Ok(false) => from_detector_error(DetectorError::NotFound(name)).into_response(),
-        Err(r) => r.into_response(),
+) -> Result<Response, ApiError> {
+    let d = detectors(&st)?;
+    let (n, t) = (name.clone(), tenant.clone());
+    if blocking(&st, &tenant, move || Ok(d.registry().delete(&t, &n)?)).await? {
+        Ok(axum::Json(json!({"status": "success", "deleted": name})).into_response())
+    } else {
+        Err(DetectorError::NotFound(name).into())
     }
 }
 
 async fn run_now(
     State(st): State<AppState>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
     Path(name): Path<String>,
-) -> Response {
-    let (tenant, d) = match prepare(&st, &headers) {
-        Ok(x) => x,
-        Err(r) => return r.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let d = detectors(&st)?;
     let Some(det) = d.registry().get(&tenant, &name) else {
-        return from_detector_error(DetectorError::NotFound(name)).into_response();
+        return Err(DetectorError::NotFound(name).into());
     };
-    match d.request_run(&det) {
-        Ok(()) => (
-            StatusCode::ACCEPTED,
-            axum::Json(json!({"status": "accepted", "detector": name})),
-        )
-            .into_response(),
-        Err(e) => from_detector_error(e).into_response(),
-    }
+    d.request_run(&det)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"status": "accepted", "detector": name})),
+    )
+        .into_response())
 }
 
 /// A time parameter in ms: RFC 3339 or Unix seconds; integers beyond year 5138 in seconds
@@ -244,7 +210,7 @@ fn filter(query: Option<&str>) -> Result<Filter, ApiError> {
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
     let get = |k: &str| super::params::get(&p, k);
-    let bad = |e: String| err(StatusCode::BAD_REQUEST, e);
+    let bad = ApiError::bad_data;
     let start = get("start").map(time_ms).transpose().map_err(bad)?;
     let end = get("end").map(time_ms).transpose().map_err(bad)?;
     let limit = match get("limit") {
@@ -284,17 +250,11 @@ fn select(d: &Detectors, tenant: &TenantId, f: &Filter) -> Vec<AnomalyEvent> {
 
 async fn anomalies(
     State(st): State<AppState>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
     RawQuery(query): RawQuery,
-) -> Response {
-    let (tenant, d) = match prepare(&st, &headers) {
-        Ok(x) => x,
-        Err(r) => return r.into_response(),
-    };
-    let f = match filter(query.as_deref()) {
-        Ok(f) => f,
-        Err(r) => return r.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let d = detectors(&st)?;
+    let f = filter(query.as_deref())?;
     let list: Vec<Value> = select(&d, &tenant, &f)
         .into_iter()
         .map(|e| {
@@ -305,22 +265,16 @@ async fn anomalies(
             v
         })
         .collect();
-    axum::Json(json!({ "anomalies": list })).into_response()
+    Ok(axum::Json(json!({ "anomalies": list })).into_response())
 }
 
 async fn annotations(
     State(st): State<AppState>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
     RawQuery(query): RawQuery,
-) -> Response {
-    let (tenant, d) = match prepare(&st, &headers) {
-        Ok(x) => x,
-        Err(r) => return r.into_response(),
-    };
-    let f = match filter(query.as_deref()) {
-        Ok(f) => f,
-        Err(r) => return r.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let d = detectors(&st)?;
+    let f = filter(query.as_deref())?;
     let now = crate::detectors::now_ms();
     let list: Vec<Value> = select(&d, &tenant, &f)
         .into_iter()
@@ -344,5 +298,5 @@ async fn annotations(
             })
         })
         .collect();
-    axum::Json(Value::Array(list)).into_response()
+    Ok(axum::Json(Value::Array(list)).into_response())
 }

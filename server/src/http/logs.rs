@@ -8,13 +8,14 @@
 //!
 //! Parameters come from the query string, a form body or a JSON object body (see
 //! docs/logs.md). `explain=true` adds the storage scan statistics. Errors are
-//! `{"status": "error", "error": "..."}` with 400 for bad parameters, 401 for a missing or
-//! unknown token, 500 when storage fails.
+//! [`super::ApiError`]s: 400 for bad parameters, 401 for a missing or unknown token, 503 past
+//! the deadline, 500 when storage fails. Parsing and searches run through the
+//! [`super::Runner`].
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
@@ -22,10 +23,12 @@ use sightline_query::QueryError;
 use sightline_query::logs::{
     Direction, HistogramGroup, HistogramRequest, LogFilter, SearchRequest, histogram, search,
 };
-use sightline_storage::{LogRecord, MatchOp, Matcher, SpanId, TimeRange, TraceId, UnixNanos};
+use sightline_storage::{
+    LogRecord, MatchOp, Matcher, SpanId, TenantId, TimeRange, TraceId, UnixNanos,
+};
 
-use super::AppState;
 use super::params::{self, get as param};
+use super::{ApiError, AppState};
 
 /// Default time span searched when `start` is absent: one hour before `end`.
 const DEFAULT_SPAN_NS: i64 = 3_600 * 1_000_000_000;
@@ -43,35 +46,8 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
-struct ApiError(StatusCode, String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (
-            self.0,
-            axum::Json(json!({"status": "error", "error": self.1})),
-        )
-            .into_response()
-    }
-}
-
 fn bad(msg: impl std::fmt::Display) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, msg.to_string())
-}
-
-pub(crate) fn query_error_status(e: &QueryError) -> StatusCode {
-    match e {
-        QueryError::Parse(_) | QueryError::Unsupported(_) | QueryError::BadRequest(_) => {
-            StatusCode::BAD_REQUEST
-        }
-        QueryError::Execution(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        QueryError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
-        QueryError::Storage(sightline_storage::StorageError::InvalidQuery(_))
-        | QueryError::Storage(sightline_storage::StorageError::InvalidInput(_)) => {
-            StatusCode::BAD_REQUEST
-        }
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+    ApiError::bad_data(msg.to_string())
 }
 
 /// Parses one attribute filter: `key op value` with `op` one of `=`, `!=`, `=~`, `!~`; the
@@ -204,26 +180,29 @@ async fn prepare(
     headers: &HeaderMap,
     query: Option<String>,
     body: &[u8],
-) -> Result<(sightline_storage::TenantId, Vec<(String, String)>), ApiError> {
-    let tenant = super::request_tenant(st, headers)
-        .map_err(|e| ApiError(StatusCode::UNAUTHORIZED, e.to_string()))?;
+) -> Result<(TenantId, Vec<(String, String)>), ApiError> {
+    let tenant = super::request_tenant(st, headers)?;
     let p = params::collect(method, headers, query.as_deref(), body).map_err(bad)?;
     Ok((tenant, p))
 }
 
-async fn run<F>(work: F) -> Response
+/// Runs the parsing and the search through the runner.
+async fn run<F>(st: &AppState, tenant: &TenantId, work: F) -> Response
 where
     F: FnOnce() -> Result<Value, ApiError> + Send + 'static,
 {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(v)) => axum::Json(json!({"status": "success", "data": v})).into_response(),
-        Ok(Err(e)) => e.into_response(),
-        Err(e) => ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    match st
+        .runner
+        .run(tenant, st.runner.timeout(None), move |_| work())
+        .await
+    {
+        Ok(v) => super::success(v),
+        Err(e) => e.into_response(),
     }
 }
 
 fn query_err(e: QueryError) -> ApiError {
-    ApiError(query_error_status(&e), e.to_string())
+    e.into()
 }
 
 async fn search_handler(
@@ -238,7 +217,8 @@ async fn search_handler(
         Err(e) => return e.into_response(),
     };
     let store = st.store().clone();
-    run(move || {
+    let t = tenant.clone();
+    run(&st, &t, move || {
         let filter = filter_from(&p).map_err(bad)?;
         let limit = match param(&p, "limit") {
             Some(l) => l
@@ -289,7 +269,8 @@ async fn histogram_handler(
         Err(e) => return e.into_response(),
     };
     let store = st.store().clone();
-    run(move || {
+    let t = tenant.clone();
+    run(&st, &t, move || {
         let filter = filter_from(&p).map_err(bad)?;
         let span = filter.time.end.0 - filter.time.start.0;
         let step_ns = match param(&p, "step") {

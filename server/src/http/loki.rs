@@ -9,8 +9,9 @@
 //!   `status/buildinfo`.
 //!
 //! Tenancy as everywhere (`X-Scope-OrgID` with auth off, bearer token with auth on). Errors are
-//! Loki's: a plain-text body with 400 for bad queries and parameters, 401 for tenancy, 500
-//! when storage fails.
+//! Loki's: a plain-text body ([`super::ApiError`] rendered as text) with 400 for bad queries
+//! and parameters, 401 for tenancy, 503 past the deadline, 500 when storage fails. Parsing and
+//! evaluation run through the [`super::Runner`].
 
 mod meta;
 
@@ -19,7 +20,7 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
@@ -29,8 +30,8 @@ use sightline_query::logs::logql::eval::{QueryOutput, QueryValue, RangeParams, S
 use sightline_query::logs::logql::{self, eval};
 use sightline_storage::TenantId;
 
-use super::AppState;
 use super::params::{self, get as param};
+use super::{ApiError, AppState};
 
 /// Default range of queries without `start`: one hour before `end`.
 const DEFAULT_SPAN_NS: i64 = 3_600 * 1_000_000_000;
@@ -46,33 +47,23 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/loki/api/v1/query", get(query).post(query))
         .merge(meta::routes())
+        .layer(axum::middleware::map_response(
+            super::error::plain_text_errors,
+        ))
 }
 
-/// A Loki error: plain text.
-pub(crate) struct LokiError(StatusCode, String);
-
-impl IntoResponse for LokiError {
-    fn into_response(self) -> Response {
-        (
-            self.0,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            self.1,
-        )
-            .into_response()
-    }
-}
+/// Loki answers errors as plain text: the routes' [`ApiError`]s are re-rendered so.
+pub(crate) type LokiError = ApiError;
 
 pub(crate) fn bad(msg: impl std::fmt::Display) -> LokiError {
-    LokiError(StatusCode::BAD_REQUEST, msg.to_string())
+    ApiError::bad_data(msg.to_string())
 }
 
 pub(crate) fn query_err(e: QueryError) -> LokiError {
-    let status = super::logs::query_error_status(&e);
-    let msg = match &e {
-        QueryError::Parse(m) => format!("parse error : {m}"),
-        _ => e.to_string(),
-    };
-    LokiError(status, msg)
+    match e {
+        QueryError::Parse(m) => ApiError::bad_data(format!("parse error : {m}")),
+        other => other.into(),
+    }
 }
 
 /// Tenant and parameters of a request.
@@ -83,21 +74,23 @@ pub(crate) fn prepare(
     query: Option<&str>,
     body: &[u8],
 ) -> Result<(TenantId, Vec<(String, String)>), LokiError> {
-    let tenant = super::request_tenant(st, headers)
-        .map_err(|e| LokiError(StatusCode::UNAUTHORIZED, e.to_string()))?;
+    let tenant = super::request_tenant(st, headers)?;
     let p = params::collect(method, headers, query, body).map_err(bad)?;
     Ok((tenant, p))
 }
 
-/// Runs blocking work and renders its JSON (or its error).
-pub(crate) async fn run<F>(work: F) -> Response
+/// Runs the parsing and evaluation through the runner and renders its JSON (or its error).
+pub(crate) async fn run<F>(st: &AppState, tenant: &TenantId, work: F) -> Response
 where
     F: FnOnce() -> Result<Value, LokiError> + Send + 'static,
 {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(v)) => axum::Json(v).into_response(),
-        Ok(Err(e)) => e.into_response(),
-        Err(e) => LokiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    match st
+        .runner
+        .run(tenant, st.runner.timeout(None), move |_| work())
+        .await
+    {
+        Ok(v) => axum::Json(v).into_response(),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -246,7 +239,7 @@ async fn query_range(
         Err(e) => return e.into_response(),
     };
     let store = st.store().clone();
-    run(move || {
+    run(&st, &tenant.clone(), move || {
         let started = Instant::now();
         let text = param(&p, "query").ok_or_else(|| bad("query parameter is required"))?;
         let expr = logql::parse(text).map_err(query_err)?;
@@ -287,7 +280,7 @@ async fn query(
         Err(e) => return e.into_response(),
     };
     let store = st.store().clone();
-    run(move || {
+    run(&st, &tenant.clone(), move || {
         let started = Instant::now();
         let text = param(&p, "query").ok_or_else(|| bad("query parameter is required"))?;
         let expr = logql::parse(text).map_err(query_err)?;

@@ -8,19 +8,22 @@
 //!
 //! Times are Unix seconds (fractions allowed), nanoseconds or RFC 3339; `step` a duration
 //! (`60s`, `5m`) or seconds. Defaults: the last hour, step 60 s. Errors are
-//! `{"status": "error", "error": ".."}` with 400 (bad parameters), 401 (auth), 404 (unknown
-//! span or no logprobs), 422 (stored logprobs that cannot be scored), 500 (storage).
+//! [`super::ApiError`]s: 400 (bad parameters), 401 (auth), 404 (unknown span or no logprobs),
+//! 422 (stored logprobs that cannot be scored), 503 (deadline), 500 (storage). The work runs
+//! through the [`super::Runner`].
 
 use axum::Router;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 
-use super::AppState;
+use sightline_storage::TenantId;
+
 use super::params::{get as param, parse_step, parse_time};
-use super::traces::{ApiError, bad, query_error, query_pairs, tenant};
+use super::traces::{bad, query_pairs};
+use super::{ApiError, AppState, request_tenant as tenant};
 use crate::quality::{
     GroupKey, QualityError, QualityMetric, QualityQuery, SpanFilters, quality_series,
     response_tokens, values,
@@ -42,19 +45,23 @@ pub fn routes() -> Router<AppState> {
 fn quality_error(e: QualityError) -> ApiError {
     match e {
         QualityError::BadRequest(m) => bad(m),
-        QualityError::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m),
-        e @ QualityError::Logprobs(_) => ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
-        QualityError::Query(q) => query_error(q),
+        QualityError::NotFound(m) => ApiError::not_found(m),
+        e @ QualityError::Logprobs(_) => ApiError::execution(e.to_string()),
+        QualityError::Query(q) => q.into(),
     }
 }
 
+/// Runs quality work through the runner.
 async fn blocking<T: Send + 'static>(
+    st: &AppState,
+    tenant: &TenantId,
     f: impl FnOnce() -> Result<T, QualityError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
+    st.runner
+        .run(tenant, st.runner.timeout(None), move |_| {
+            f().map_err(quality_error)
+        })
         .await
-        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-        .map_err(quality_error)
 }
 
 fn range(p: &[(String, String)]) -> Result<(i64, i64), ApiError> {
@@ -106,7 +113,8 @@ async fn series_handler(
         },
     };
     let store = st.store().clone();
-    let out = blocking(move || quality_series(&store, &tenant, &query)).await?;
+    let t = tenant.clone();
+    let out = blocking(&st, &tenant, move || quality_series(&store, &t, &query)).await?;
     Ok(axum::Json(json!({
         "metric": metric.name(),
         "by": by.name(),
@@ -127,7 +135,11 @@ async fn tokens(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) 
             .ok_or_else(|| bad("span_id is required"))?
             .to_owned();
         let store = st.0.store().clone();
-        let view = blocking(move || response_tokens(&store, &tenant, &trace_id, &span_id)).await?;
+        let t = tenant.clone();
+        let view = blocking(&st.0, &tenant, move || {
+            response_tokens(&store, &t, &trace_id, &span_id)
+        })
+        .await?;
         Ok::<_, ApiError>(axum::Json(view).into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
@@ -152,7 +164,8 @@ async fn field_values(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQ
             _ => range(&p)?,
         };
         let store = st.0.store().clone();
-        let vals = blocking(move || values(&store, &tenant, &key, start, end)).await?;
+        let t = tenant.clone();
+        let vals = blocking(&st.0, &tenant, move || values(&store, &t, &key, start, end)).await?;
         Ok(axum::Json(json!({ "values": vals })).into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)

@@ -11,15 +11,16 @@
 //! * `GET /api/search/tags`, `/api/search/tag/{tag}/values` (v1) and `/api/v2/search/tags`,
 //!   `/api/v2/search/tag/{tag}/values` (scoped names, typed values).
 //!
-//! Errors are plain text with 400 (bad query, naming the unsupported construct), 401 (auth) and
-//! 404 (unknown trace), as Tempo answers them.
+//! Errors are plain text with 400 (bad query, naming the unsupported construct), 401 (auth),
+//! 404 (unknown trace) and 503 (deadline), as Tempo answers them ([`super::ApiError`] rendered
+//! as text). Parsing and searches run through the [`super::Runner`].
 
 mod export;
 mod proto;
 
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prost::Message;
@@ -28,13 +29,13 @@ use sightline_query::traces::traceql::{parse, parse_duration, parse_tags};
 use sightline_query::traces::{
     CmpOp, Cond, Scope, SpanHit, SpanQuery, search_traces, tag_names, tag_values, trace_by_id,
 };
-use sightline_storage::{TimeRange, UnixNanos};
+use sightline_storage::{TenantId, TimeRange, UnixNanos};
 
 pub use export::{resource_spans, span, span_attributes};
 pub use proto::{Trace, TraceByIdMetrics, TraceByIdResponse, ids_to_base64};
 
-use super::AppState;
 use super::traces::{parse_trace_id, query_pairs, unix_seconds};
+use super::{ApiError, AppState, request_tenant};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -48,46 +49,31 @@ pub fn routes() -> Router<AppState> {
         .route("/api/search/tag/{tag}/values", get(tag_values_v1))
         .route("/api/v2/search/tags", get(tags_v2))
         .route("/api/v2/search/tag/{tag}/values", get(tag_values_v2))
+        .layer(axum::middleware::map_response(
+            super::error::plain_text_errors,
+        ))
 }
 
-/// A Tempo-style error: plain text message and status.
-struct TempoError(StatusCode, String);
-
-impl IntoResponse for TempoError {
-    fn into_response(self) -> Response {
-        (
-            self.0,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            self.1,
-        )
-            .into_response()
-    }
-}
-
-impl From<super::traces::ApiError> for TempoError {
-    fn from(e: super::traces::ApiError) -> Self {
-        TempoError(e.0, e.1)
-    }
-}
+/// Tempo answers errors as plain text: the routes' [`ApiError`]s are re-rendered so.
+type TempoError = ApiError;
 
 fn bad(msg: impl std::fmt::Display) -> TempoError {
-    TempoError(StatusCode::BAD_REQUEST, msg.to_string())
+    ApiError::bad_data(msg.to_string())
 }
 
 fn from_query(e: sightline_query::QueryError) -> TempoError {
-    super::traces::query_error(e).into()
+    e.into()
 }
 
+/// Runs parsing and the search through the runner.
 async fn blocking<T: Send + 'static>(
+    st: &AppState,
+    tenant: &TenantId,
     f: impl FnOnce() -> Result<T, TempoError> + Send + 'static,
 ) -> Result<T, TempoError> {
-    tokio::task::spawn_blocking(f)
+    st.runner
+        .run(tenant, st.runner.timeout(None), move |_| f())
         .await
-        .map_err(|e| TempoError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-}
-
-fn tenant(st: &AppState, headers: &HeaderMap) -> Result<sightline_storage::TenantId, TempoError> {
-    super::traces::tenant(st, headers).map_err(Into::into)
 }
 
 async fn buildinfo() -> Response {
@@ -114,18 +100,16 @@ async fn load(
     headers: &HeaderMap,
     id: &str,
 ) -> Result<Vec<opentelemetry_proto::tonic::trace::v1::ResourceSpans>, TempoError> {
-    let tenant = tenant(st, headers)?;
+    let tenant = request_tenant(st, headers)?;
     let trace_id = parse_trace_id(id)?;
     let store = st.store().clone();
-    blocking(
-        move || match trace_by_id(&store, &tenant, trace_id).map_err(from_query)? {
+    let t = tenant.clone();
+    blocking(st, &tenant, move || {
+        match trace_by_id(&store, &t, trace_id).map_err(from_query)? {
             Some(v) => Ok(resource_spans(&v.spans)),
-            None => Err(TempoError(
-                StatusCode::NOT_FOUND,
-                format!("trace {trace_id} not found"),
-            )),
-        },
-    )
+            None => Err(ApiError::not_found(format!("trace {trace_id} not found"))),
+        }
+    })
     .await
 }
 
@@ -223,8 +207,12 @@ async fn search(
     RawQuery(raw): RawQuery,
 ) -> Response {
     let res: Result<Response, TempoError> = async {
-        let tenant = tenant(&st, &headers)?;
+        let tenant = request_tenant(&st, &headers)?;
         let pairs = query_pairs(raw.as_deref());
+        let store = st.store().clone();
+        let t = tenant.clone();
+        blocking(&st, &tenant, move || {
+        let tenant = t;
         let mut q = SpanQuery::new(time_range(&pairs)?);
         for (k, v) in &pairs {
             match k.as_str() {
@@ -244,8 +232,6 @@ async fn search(
                 _ => {}
             }
         }
-        let store = st.store().clone();
-        blocking(move || {
             let r = search_traces(&store, &tenant, &q).map_err(from_query)?;
             let traces: Vec<Value> = r
                 .traces
@@ -312,7 +298,7 @@ async fn tags(
     raw: Option<String>,
     v2: bool,
 ) -> Result<Response, TempoError> {
-    let tenant = tenant(&st, &headers)?;
+    let tenant = request_tenant(&st, &headers)?;
     let pairs = query_pairs(raw.as_deref());
     let time = time_range(&pairs)?;
     let scope = pairs
@@ -327,8 +313,9 @@ async fn tags(
         )));
     }
     let store = st.store().clone();
-    blocking(move || {
-        let t = tag_names(&store, &tenant, time).map_err(from_query)?;
+    let tn = tenant.clone();
+    blocking(&st, &tenant, move || {
+        let t = tag_names(&store, &tn, time).map_err(from_query)?;
         if !v2 {
             let mut all: Vec<String> = t.span.iter().chain(&t.resource).cloned().collect();
             all.sort();
@@ -397,23 +384,22 @@ async fn values(
     raw: Option<String>,
     v2: bool,
 ) -> Result<Response, TempoError> {
-    let tenant = tenant(&st, &headers)?;
+    let tenant = request_tenant(&st, &headers)?;
     let pairs = query_pairs(raw.as_deref());
     let time = time_range(&pairs)?;
-    let mut conds = Vec::new();
-    if let Some((_, q)) = pairs.iter().find(|(k, _)| k == "q") {
-        conds = parse(q).map_err(|e| bad(format!("invalid TraceQL query: {e}")))?;
-    }
-    let (scope, key) = if v2 {
-        split_tag(&tag)
-    } else {
-        (Scope::Any, tag.as_str())
-    };
-    let key = key.to_owned();
     let store = st.store().clone();
-    blocking(move || {
-        let (vals, _) =
-            tag_values(&store, &tenant, time, scope, &key, &conds).map_err(from_query)?;
+    let tn = tenant.clone();
+    blocking(&st, &tenant, move || {
+        let mut conds = Vec::new();
+        if let Some((_, q)) = pairs.iter().find(|(k, _)| k == "q") {
+            conds = parse(q).map_err(|e| bad(format!("invalid TraceQL query: {e}")))?;
+        }
+        let (scope, key) = if v2 {
+            split_tag(&tag)
+        } else {
+            (Scope::Any, tag.as_str())
+        };
+        let (vals, _) = tag_values(&store, &tn, time, scope, key, &conds).map_err(from_query)?;
         Ok(if v2 {
             axum::Json(json!({"tagValues": vals})).into_response()
         } else {

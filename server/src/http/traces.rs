@@ -9,14 +9,17 @@
 //!
 //! GET takes query parameters (`attr` and `resource_attr` repeat); POST takes a JSON object with
 //! the same keys (arrays for repeated ones). `explain=true` adds the scan statistics. Answers
-//! are `{"status": "success", "data": ..}`; errors `{"status": "error", "error": ".."}` with
-//! 400 (bad input), 401 (auth), 404 (unknown trace), 500 (storage).
+//! are `{"status": "success", "data": ..}`; errors are [`super::ApiError`]s: 400 (bad input),
+//! 401 (auth), 404 (unknown trace), 415 (POST body not JSON), 503 (deadline), 500 (storage).
+//! Parameters are parsed (regexes, TraceQL) and searches run through the [`super::Runner`].
 //! See docs/traces.md for every parameter.
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::handler::Handler;
+use axum::http::HeaderMap;
+use axum::middleware::from_fn;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
@@ -26,47 +29,33 @@ use sightline_query::traces::{
     CmpOp, Cond, GroupBy, RedQuery, Scope, SortBy, SpanQuery, TraceView, red, search_spans,
     search_traces, trace_by_id,
 };
-use sightline_storage::{Attributes, MatchOp, SpanRecord, TimeRange, TraceId, UnixNanos};
+use sightline_storage::{
+    Attributes, Deadline, MatchOp, SpanRecord, Store, TenantId, TimeRange, TraceId, UnixNanos,
+};
 
-use super::AppState;
+use super::{ApiError, AppState, guard, request_tenant, success};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/traces/search", get(search_get).post(search_post))
-        .route("/api/v1/traces/red", get(red_get).post(red_post))
+        .route(
+            "/api/v1/traces/search",
+            get(search_get).post(search_post.layer(from_fn(guard::require_json))),
+        )
+        .route(
+            "/api/v1/traces/red",
+            get(red_get).post(red_post.layer(from_fn(guard::require_json))),
+        )
         .route("/api/v1/traces/{trace_id}", get(by_id))
 }
 
-/// An error answer rendered as `{"status": "error", "error": ...}`.
-pub(crate) struct ApiError(pub StatusCode, pub String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        super::api_error(self.0, self.1)
-    }
-}
-
 pub(crate) fn bad(msg: impl std::fmt::Display) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, msg.to_string())
+    ApiError::bad_data(msg.to_string())
 }
 
-/// Maps a query error onto a status (see [`super::aggregate::query_status`]): input problems
-/// are 400, queries too large to run 422, storage failures 500.
+/// Maps a query error onto the shared classification.
 pub(crate) fn query_error(e: QueryError) -> ApiError {
-    let status = super::aggregate::query_status(&e);
-    match e {
-        QueryError::Storage(sightline_storage::StorageError::InvalidQuery(m)) => bad(m),
-        other => ApiError(status, other.to_string()),
-    }
-}
-
-pub(crate) fn tenant(
-    st: &AppState,
-    headers: &HeaderMap,
-) -> Result<sightline_storage::TenantId, ApiError> {
-    super::request_tenant(st, headers)
-        .map_err(|e| ApiError(StatusCode::UNAUTHORIZED, e.to_string()))
+    e.into()
 }
 
 /// Query-string pairs.
@@ -268,16 +257,14 @@ fn last<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-async fn run_blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-}
-
-fn success(data: Value) -> Response {
-    axum::Json(json!({"status": "success", "data": data})).into_response()
+/// Runs the parsing and the search of a request through the runner.
+async fn run_blocking(
+    st: &AppState,
+    tenant: &TenantId,
+    f: impl FnOnce(&Deadline) -> Result<Value, ApiError> + Send + 'static,
+) -> Result<Response, ApiError> {
+    let v = st.runner.run(tenant, st.runner.timeout(None), f).await?;
+    Ok(success(v))
 }
 
 async fn search_get(
@@ -305,51 +292,64 @@ async fn search(
     headers: HeaderMap,
     pairs: Vec<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant(&st, &headers)?;
-    let f = filters(&pairs, &["limit", "sort", "group", "spans_per_trace"])?;
+    let tenant = request_tenant(&st, &headers)?;
+    let store = st.store().clone();
+    let t = tenant.clone();
+    run_blocking(&st, &tenant, move |_deadline| {
+        search_now(&store, &t, &pairs)
+    })
+    .await
+}
+
+fn search_now(
+    store: &Store,
+    tenant: &TenantId,
+    pairs: &[(String, String)],
+) -> Result<Value, ApiError> {
+    let f = filters(pairs, &["limit", "sort", "group", "spans_per_trace"])?;
     let mut q = SpanQuery::new(f.time);
     q.conds = f.conds;
-    if let Some(l) = last(&pairs, "limit") {
+    if let Some(l) = last(pairs, "limit") {
         q.limit = l
             .parse()
             .map_err(|_| bad(format!("limit: expected a count, got {l:?}")))?;
     }
-    if let Some(s) = last(&pairs, "spans_per_trace") {
+    if let Some(s) = last(pairs, "spans_per_trace") {
         q.spans_per_trace = s
             .parse()
             .map_err(|_| bad(format!("spans_per_trace: expected a count, got {s:?}")))?;
     }
-    q.sort = match last(&pairs, "sort") {
+    q.sort = match last(pairs, "sort") {
         None | Some("start") => SortBy::Start,
         Some("duration") => SortBy::Duration,
         Some(o) => return Err(bad(format!("sort: expected start or duration, got {o:?}"))),
     };
-    let spans = match last(&pairs, "group") {
+    let spans = match last(pairs, "group") {
         None | Some("traces") => false,
         Some("spans") => true,
         Some(o) => return Err(bad(format!("group: expected traces or spans, got {o:?}"))),
     };
-    let explain = f.explain;
-    let store = st.store().clone();
-    run_blocking(move || {
-        let (mut data, stats) = if spans {
-            let r = search_spans(&store, &tenant, &q).map_err(query_error)?;
-            let stats = serde_json::to_value(&r.stats).unwrap_or(Value::Null);
-            (json!({"spans": r.spans, "total_matched": r.total_matched}), stats)
-        } else {
-            let r = search_traces(&store, &tenant, &q).map_err(query_error)?;
-            let stats = serde_json::to_value(&r.stats).unwrap_or(Value::Null);
-            (
-                json!({"traces": r.traces, "total_traces": r.total_traces, "total_spans": r.total_spans}),
-                stats,
-            )
-        };
-        if explain && let Value::Object(m) = &mut data {
-            m.insert("stats".into(), stats);
-        }
-        Ok(success(data))
-    })
-    .await
+    let (mut data, stats) = if spans {
+        let r = search_spans(store, tenant, &q).map_err(query_error)?;
+        let stats = serde_json::to_value(&r.stats).unwrap_or(Value::Null);
+        (
+            json!({"spans": r.spans, "total_matched": r.total_matched}),
+            stats,
+        )
+    } else {
+        let r = search_traces(store, tenant, &q).map_err(query_error)?;
+        let stats = serde_json::to_value(&r.stats).unwrap_or(Value::Null);
+        (
+            json!({"traces": r.traces, "total_traces": r.total_traces, "total_spans": r.total_spans}),
+            stats,
+        )
+    };
+    if f.explain
+        && let Value::Object(m) = &mut data
+    {
+        m.insert("stats".into(), stats);
+    }
+    Ok(data)
 }
 
 async fn red_get(
@@ -377,13 +377,23 @@ async fn red_handler(
     headers: HeaderMap,
     pairs: Vec<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant(&st, &headers)?;
-    let f = filters(&pairs, &["step", "group_by"])?;
-    let step_nanos = match last(&pairs, "step") {
+    let tenant = request_tenant(&st, &headers)?;
+    let store = st.store().clone();
+    let t = tenant.clone();
+    run_blocking(&st, &tenant, move |_deadline| red_now(&store, &t, &pairs)).await
+}
+
+fn red_now(
+    store: &Store,
+    tenant: &TenantId,
+    pairs: &[(String, String)],
+) -> Result<Value, ApiError> {
+    let f = filters(pairs, &["step", "group_by"])?;
+    let step_nanos = match last(pairs, "step") {
         None => 60_000_000_000,
         Some(s) => duration_param("step", s)? as i64,
     };
-    let group_by = match last(&pairs, "group_by") {
+    let group_by = match last(pairs, "group_by") {
         None | Some("service") => GroupBy::Service,
         Some("model") => GroupBy::Model,
         Some("operation") => GroupBy::Operation,
@@ -400,21 +410,17 @@ async fn red_handler(
         group_by,
         conds: f.conds,
     };
-    let explain = f.explain;
-    let store = st.store().clone();
-    run_blocking(move || {
-        let r = red(&store, &tenant, &q).map_err(query_error)?;
-        let mut data =
-            json!({"group_by": r.group_by, "step_nanos": r.step_nanos, "series": r.series});
-        if explain && let Value::Object(m) = &mut data {
-            m.insert(
-                "stats".into(),
-                serde_json::to_value(&r.stats).unwrap_or(Value::Null),
-            );
-        }
-        Ok(success(data))
-    })
-    .await
+    let r = red(store, tenant, &q).map_err(query_error)?;
+    let mut data = json!({"group_by": r.group_by, "step_nanos": r.step_nanos, "series": r.series});
+    if f.explain
+        && let Value::Object(m) = &mut data
+    {
+        m.insert(
+            "stats".into(),
+            serde_json::to_value(&r.stats).unwrap_or(Value::Null),
+        );
+    }
+    Ok(data)
 }
 
 fn attrs_json(a: &Attributes) -> Value {
@@ -485,21 +491,19 @@ async fn by_id(
     RawQuery(q): RawQuery,
 ) -> Response {
     let res: Result<Response, ApiError> = async {
-        let tenant = tenant(&st, &headers)?;
+        let tenant = request_tenant(&st, &headers)?;
         let trace_id = parse_trace_id(&id)?;
         let explain = query_pairs(q.as_deref())
             .iter()
             .any(|(k, v)| k == "explain" && (v == "true" || v == "1"));
         let store = st.store().clone();
-        run_blocking(
-            move || match trace_by_id(&store, &tenant, trace_id).map_err(query_error)? {
-                Some(v) => Ok(success(trace_json(&v, explain))),
-                None => Err(ApiError(
-                    StatusCode::NOT_FOUND,
-                    format!("trace {trace_id} not found"),
-                )),
-            },
-        )
+        let t = tenant.clone();
+        run_blocking(&st, &tenant, move |_deadline| {
+            match trace_by_id(&store, &t, trace_id).map_err(query_error)? {
+                Some(v) => Ok(trace_json(&v, explain)),
+                None => Err(ApiError::not_found(format!("trace {trace_id} not found"))),
+            }
+        })
         .await
     }
     .await;

@@ -152,8 +152,9 @@ impl QualityQuery {
         }
         let first = self.start_ns.div_euclid(self.step_ns) * self.step_ns;
         let last = (self.end_ns - 1).div_euclid(self.step_ns) * self.step_ns;
-        let n = (last - first) / self.step_ns + 1;
-        if n > MAX_POINTS {
+        // In i128: an extreme range (i64::MIN..i64::MAX) overflows i64 here.
+        let n = (i128::from(last) - i128::from(first)) / i128::from(self.step_ns) + 1;
+        if n > i128::from(MAX_POINTS) {
             return Err(QualityError::BadRequest(format!(
                 "{n} points per series; at most {MAX_POINTS} (raise step or shorten the range)"
             )));

@@ -115,7 +115,7 @@ macro_rules! handler {
                 Err(e) => return e.into_response(),
             };
             let $store = st.store().clone();
-            run(move || $body).await
+            run(&st, &$tenant.clone(), move || $body).await
         }
     };
 }
@@ -139,7 +139,7 @@ async fn label_values(
         Err(e) => return e.into_response(),
     };
     let store = st.store().clone();
-    run(move || {
+    run(&st, &tenant.clone(), move || {
         let Selected { lines, .. } = lines(&store, &tenant, &p)?;
         let values: BTreeSet<&String> = lines
             .iter()
@@ -297,7 +297,7 @@ handler!(detected_fields, |store, tenant, p| {
     Ok(json!({"fields": out, "limit": 1000}))
 });
 
-async fn patterns() -> Response {
+async fn patterns(_tenant: crate::http::Tenant) -> Response {
     axum::Json(json!({"status": "success", "data": []})).into_response()
 }
 

@@ -27,8 +27,8 @@ use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use sightline_storage::schema::col;
 use sightline_storage::{
-    Matcher, MetricKind, Predicate, ScanRequest, SeriesDef, Signal, Store, TenantId, TimeRange,
-    UnixNanos,
+    Deadline, Matcher, MetricKind, Predicate, ScanRequest, SeriesDef, Signal, Store, TenantId,
+    TimeRange, UnixNanos,
 };
 
 use super::params::Params;
@@ -64,6 +64,7 @@ fn ids_with_samples(
     tenant: &TenantId,
     matchers: &[Matcher],
     (start, end): (i64, i64),
+    deadline: &Deadline,
 ) -> Result<HashSet<u64>, ApiError> {
     let start = UnixNanos::from_millis(start.max(0));
     let end = UnixNanos::from_millis(end.saturating_add(1).clamp(0, i64::MAX / 1_000_000));
@@ -75,9 +76,8 @@ fn ids_with_samples(
     let mut req = ScanRequest::new(tenant.clone(), Signal::Samples, range);
     req.predicates = matchers.iter().cloned().map(Predicate::Attr).collect();
     req.projection = Some(vec![col::SERIES_ID.to_owned()]);
-    let res = store
-        .scan(&req)
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    deadline.check()?;
+    let res = store.scan(&req)?;
     for b in &res.batches {
         let Some(col) = b
             .column_by_name(col::SERIES_ID)
@@ -97,6 +97,7 @@ fn select_series(
     tenant: &TenantId,
     selectors: &[Vec<Matcher>],
     range: Option<(i64, i64)>,
+    deadline: &Deadline,
 ) -> Result<Vec<Arc<SeriesDef>>, ApiError> {
     let all = [Vec::new()];
     let selectors = if selectors.is_empty() {
@@ -107,9 +108,10 @@ fn select_series(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for m in selectors {
+        deadline.check()?;
         let defs = store.series(tenant, m);
         let live = match range {
-            Some(r) if !defs.is_empty() => Some(ids_with_samples(store, tenant, m, r)?),
+            Some(r) if !defs.is_empty() => Some(ids_with_samples(store, tenant, m, r, deadline)?),
             _ => None,
         };
         for d in defs {
@@ -166,7 +168,6 @@ fn respond(r: Result<(String, Vec<String>), ApiError>) -> Response {
 /// `GET|POST /api/v1/series`: `match[]` (required, repeated), `start`, `end`, `limit`.
 pub async fn series(
     State(st): State<AppState>,
-    Extension(ps): Extension<Arc<PromState>>,
     method: Method,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -174,15 +175,16 @@ pub async fn series(
 ) -> Response {
     let run = async {
         let (tenant, p, timeout) = prologue(&st, &method, &headers, q.as_deref(), &body)?;
-        let selectors = p.matchers()?;
-        if selectors.is_empty() {
+        if p.all("match[]").is_empty() {
             return Err(ApiError::bad_data("no match[] parameter provided"));
         }
         let range = time_range(&p)?;
         let limit = p.limit("limit")?;
         let store = Arc::clone(st.store());
-        let defs = run_blocking(&ps, timeout, move || {
-            select_series(&store, &tenant, &selectors, range)
+        let t = tenant.clone();
+        let defs = run_blocking(&st, &tenant, timeout, move |deadline| {
+            let selectors = p.matchers()?;
+            select_series(&store, &t, &selectors, range, deadline)
         })
         .await?;
         let mut warnings = Vec::new();
@@ -217,7 +219,6 @@ fn limited(mut v: Vec<String>, limit: Option<usize>) -> (String, Vec<String>) {
 /// `GET|POST /api/v1/labels`: `match[]` (optional, repeated), `start`, `end`, `limit`.
 pub async fn labels(
     State(st): State<AppState>,
-    Extension(ps): Extension<Arc<PromState>>,
     method: Method,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -225,15 +226,16 @@ pub async fn labels(
 ) -> Response {
     let run = async {
         let (tenant, p, timeout) = prologue(&st, &method, &headers, q.as_deref(), &body)?;
-        let selectors = p.matchers()?;
         let range = time_range(&p)?;
         let limit = p.limit("limit")?;
         let store = Arc::clone(st.store());
-        let names = run_blocking(&ps, timeout, move || {
+        let t = tenant.clone();
+        let names = run_blocking(&st, &tenant, timeout, move |deadline| {
+            let selectors = p.matchers()?;
             if selectors.is_empty() && range.is_none() {
-                return Ok(store.label_names(&tenant));
+                return Ok(store.label_names(&t));
             }
-            let defs = select_series(&store, &tenant, &selectors, range)?;
+            let defs = select_series(&store, &t, &selectors, range, deadline)?;
             let mut names: HashSet<&str> = HashSet::new();
             for d in &defs {
                 names.insert("__name__");
@@ -261,7 +263,6 @@ pub fn valid_label_name(name: &str) -> bool {
 /// `GET /api/v1/label/{name}/values`: `match[]` (optional, repeated), `start`, `end`, `limit`.
 pub async fn label_values(
     State(st): State<AppState>,
-    Extension(ps): Extension<Arc<PromState>>,
     Path(name): Path<String>,
     method: Method,
     headers: HeaderMap,
@@ -272,15 +273,16 @@ pub async fn label_values(
         if !valid_label_name(&name) {
             return Err(ApiError::bad_data(format!("invalid label name: {name:?}")));
         }
-        let selectors = p.matchers()?;
         let range = time_range(&p)?;
         let limit = p.limit("limit")?;
         let store = Arc::clone(st.store());
-        let values = run_blocking(&ps, timeout, move || {
+        let t = tenant.clone();
+        let values = run_blocking(&st, &tenant, timeout, move |deadline| {
+            let selectors = p.matchers()?;
             if selectors.is_empty() && range.is_none() {
-                return Ok(store.label_values(&tenant, &name));
+                return Ok(store.label_values(&t, &name));
             }
-            let defs = select_series(&store, &tenant, &selectors, range)?;
+            let defs = select_series(&store, &t, &selectors, range, deadline)?;
             let set: HashSet<&str> = defs
                 .iter()
                 .map(|d| d.label(&name))
@@ -359,8 +361,11 @@ pub async fn metadata(
         let per_metric = p.limit("limit_per_metric")?;
         let store = Arc::clone(st.store());
         let ps2 = Arc::clone(&ps);
-        let families = run_blocking(&ps, timeout, move || {
+        let t = tenant.clone();
+        let families = run_blocking(&st, &tenant, timeout, move |deadline| {
+            let tenant = t;
             let defs = store.series(&tenant, &[]);
+            deadline.check()?;
             let names: HashSet<&str> = defs.iter().map(|d| d.metric_name.as_str()).collect();
             let mut fams: BTreeMap<String, Vec<FamilyMeta>> = BTreeMap::new();
             for d in &defs {
@@ -438,12 +443,9 @@ pub async fn runtimeinfo(State(st): State<AppState>, headers: HeaderMap) -> Resp
         .default_ttl
         .map(|d| format!("{}d", d.as_secs() / 86_400))
         .unwrap_or_else(|| "unlimited".to_owned());
-    let cwd = std::env::current_dir()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
     let data = serde_json::json!({
         "startTime": "",
-        "CWD": cwd,
+        "CWD": "",
         "reloadConfigSuccess": true,
         "lastConfigTime": "",
         "corruptionCount": st.store().stats().quarantined_segments,

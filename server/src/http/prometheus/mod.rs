@@ -30,15 +30,9 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use parking_lot::RwLock;
 use sightline_storage::TenantId;
-use tokio::sync::Semaphore;
 
 use super::AppState;
-use crate::error::IngestError;
 use params::Params;
-
-/// Most queries evaluated at once (Prometheus' `--query.max-concurrency` default); more wait
-/// for a slot within their timeout.
-pub const MAX_CONCURRENT_QUERIES: usize = 20;
 
 /// Most metric families whose remote-write metadata is remembered per tenant.
 pub const MAX_METADATA_FAMILIES: usize = 100_000;
@@ -55,22 +49,11 @@ pub struct FamilyMeta {
     pub unit: String,
 }
 
-/// State of these routes beyond [`AppState`]: the query slots and the metadata that
-/// remote-write clients sent (kept in memory, since the store keeps type, help and unit only
-/// on series it creates).
-#[derive(Debug)]
+/// State of these routes beyond [`AppState`]: the metadata that remote-write clients sent
+/// (kept in memory, since the store keeps type, help and unit only on series it creates).
+#[derive(Debug, Default)]
 pub struct PromState {
-    query_slots: Arc<Semaphore>,
     metadata: RwLock<HashMap<TenantId, HashMap<String, FamilyMeta>>>,
-}
-
-impl Default for PromState {
-    fn default() -> Self {
-        Self {
-            query_slots: Arc::new(Semaphore::new(MAX_CONCURRENT_QUERIES)),
-            metadata: RwLock::default(),
-        }
-    }
 }
 
 impl PromState {
@@ -128,89 +111,7 @@ pub fn routes() -> Router<AppState> {
         .layer(Extension(Arc::new(PromState::default())))
 }
 
-/// A Prometheus API error: status, `errorType` and message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
-    /// HTTP status.
-    pub status: StatusCode,
-    /// Prometheus `errorType`.
-    pub kind: &'static str,
-    /// Message.
-    pub message: String,
-}
-
-impl ApiError {
-    /// 400 `bad_data`.
-    pub fn bad_data(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            kind: "bad_data",
-            message: message.into(),
-        }
-    }
-
-    /// 422 `execution`.
-    pub fn execution(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::UNPROCESSABLE_ENTITY,
-            kind: "execution",
-            message: message.into(),
-        }
-    }
-
-    /// 503 `timeout`.
-    pub fn timeout(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            kind: "timeout",
-            message: message.into(),
-        }
-    }
-
-    /// 500 `internal`.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            kind: "internal",
-            message: message.into(),
-        }
-    }
-
-    /// The error of a refused tenant: 401 `unauthorized` (missing or unknown token) or 400.
-    pub fn from_tenant(e: &IngestError) -> Self {
-        match e {
-            IngestError::Unauthenticated(m) => Self {
-                status: StatusCode::UNAUTHORIZED,
-                kind: "unauthorized",
-                message: m.clone(),
-            },
-            other => Self::bad_data(other.to_string()),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::json!({
-            "status": "error",
-            "errorType": self.kind,
-            "error": self.message,
-        });
-        let mut resp = (
-            self.status,
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            resp.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                axum::http::HeaderValue::from_static("Bearer"),
-            );
-        }
-        resp
-    }
-}
+pub use crate::http::error::ApiError;
 
 /// `{"status":"success","data":<data>}` with `warnings` when there are any; `data` is
 /// already-serialised JSON.
@@ -231,9 +132,9 @@ pub fn success(data: &str, warnings: &[String]) -> Response {
         .into_response()
 }
 
-/// The caller's tenant, or the Prometheus error to answer.
+/// The caller's tenant, or the error to answer.
 pub fn tenant(st: &AppState, headers: &HeaderMap) -> Result<TenantId, ApiError> {
-    super::request_tenant(st, headers).map_err(|e| ApiError::from_tenant(&e))
+    super::request_tenant(st, headers)
 }
 
 /// The parameters of a request: its query string, plus its body when it is a form POST.

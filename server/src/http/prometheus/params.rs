@@ -9,6 +9,10 @@ use sightline_storage::Matcher;
 
 use super::ApiError;
 
+/// Most `match[]` selectors in one metadata request (each one is a catalog lookup and, with a
+/// time range, a scan).
+pub const MAX_SELECTORS: usize = 64;
+
 /// Every `key=value` pair of a request, body pairs before query-string pairs.
 #[derive(Debug, Default, Clone)]
 pub struct Params {
@@ -87,12 +91,17 @@ impl Params {
         }
     }
 
-    /// The `match[]` selectors, each parsed into storage matchers.
+    /// The `match[]` selectors, each parsed into storage matchers (at most
+    /// [`MAX_SELECTORS`]).
     pub fn matchers(&self) -> Result<Vec<Vec<Matcher>>, ApiError> {
-        self.all("match[]")
-            .into_iter()
-            .map(parse_selector)
-            .collect()
+        let raw = self.all("match[]");
+        if raw.len() > MAX_SELECTORS {
+            return Err(ApiError::bad_data(format!(
+                "{} match[] selectors; the limit is {MAX_SELECTORS}",
+                raw.len()
+            )));
+        }
+        raw.into_iter().map(parse_selector).collect()
     }
 }
 
@@ -173,7 +182,7 @@ fn parse_prom_duration(s: &str) -> Option<i64> {
 /// Parses a series selector (`up`, `{job="x"}`, `up{instance=~"a.*"}`) into matchers.
 pub fn parse_selector(raw: &str) -> Result<Vec<Matcher>, ApiError> {
     let bad = |e: String| ApiError::bad_data(format!("invalid parameter \"match[]\": {e}"));
-    let expr = promql_parser::parser::parse(raw).map_err(|e| bad(format!("parse error: {e}")))?;
+    let expr = sightline_query::promql::parse(raw).map_err(|e| bad(e.to_string()))?;
     let Expr::VectorSelector(vs) = expr else {
         return Err(bad(format!("{raw:?} is not a series selector")));
     };

@@ -2,15 +2,14 @@
 //! `/api/v1/query_exemplars` (Sightline keeps no exemplars: always `[]`) and
 //! `/api/v1/format_query`.
 //!
-//! Evaluation runs on the blocking pool, at most [`super::MAX_CONCURRENT_QUERIES`] at once,
-//! under a deadline of `min(timeout parameter, limits.query_timeout_secs)`; past it the
-//! request answers 503 `timeout` (the evaluation itself finishes in the background, still
-//! holding its slot, so timed-out queries cannot pile up).
+//! Parsing and evaluation run through the [`crate::http::Runner`]: on the blocking pool, within
+//! the tenant's share of `max_concurrent_queries`, under a deadline of `min(timeout
+//! parameter, limits.query_timeout_secs)` that the engine checks per step and series; past it
+//! the request answers 503 `timeout` and the evaluation stops.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, Method};
@@ -19,10 +18,10 @@ use sightline_query::QueryError;
 use sightline_query::promql::{
     QueryResult, ResultSeries, SampleSource, StoreSource, instant_query, range_query,
 };
-use sightline_storage::TenantId;
+use sightline_storage::{Deadline, TenantId};
 
 use super::params::Params;
-use super::{ApiError, PromState, request_params, success, tenant};
+use super::{ApiError, request_params, success, tenant};
 use crate::http::AppState;
 use crate::otlp::metrics::format_float;
 
@@ -36,64 +35,52 @@ pub fn now_ms() -> i64 {
 
 /// The deadline of a request: its `timeout` parameter, capped by the configured limit.
 pub fn query_timeout(st: &AppState, p: &Params) -> Result<Duration, ApiError> {
-    let cap = Duration::from_secs(st.limits().query_timeout_secs);
-    Ok(match p.duration("timeout")? {
-        Some(ms) if ms > 0 => cap.min(Duration::from_millis(ms.unsigned_abs())),
-        _ => cap,
-    })
+    let asked = p
+        .duration("timeout")?
+        .filter(|ms| *ms > 0)
+        .map(|ms| Duration::from_millis(ms.unsigned_abs()));
+    Ok(st.runner.timeout(asked))
 }
 
-/// Runs `f` on the blocking pool under a query slot and the deadline.
-pub async fn run_blocking<T, F>(ps: &PromState, timeout: Duration, f: F) -> Result<T, ApiError>
+/// Runs `f` through the runner for `tenant` (blocking pool, slots, deadline).
+pub async fn run_blocking<T, F>(
+    st: &AppState,
+    tenant: &TenantId,
+    timeout: Duration,
+    f: F,
+) -> Result<T, ApiError>
 where
     T: Send + 'static,
-    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    F: FnOnce(&Deadline) -> Result<T, ApiError> + Send + 'static,
 {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let permit = tokio::time::timeout_at(deadline, ps.query_slots.clone().acquire_owned())
-        .await
-        .map_err(|_| ApiError::timeout("query timed out waiting for an evaluation slot"))?
-        .map_err(|_| ApiError::internal("query slots closed"))?;
-    let task = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        f()
-    });
-    match tokio::time::timeout_at(deadline, task).await {
-        Err(_) => Err(ApiError::timeout(
-            "query timed out in expression evaluation",
-        )),
-        Ok(Err(e)) => Err(ApiError::internal(format!("query task failed: {e}"))),
-        Ok(Ok(r)) => r,
-    }
+    st.runner.run(tenant, timeout, f).await
 }
 
-/// Maps an engine error onto Prometheus' error types.
+/// Maps an engine error onto Prometheus' error types: the shared classification, with the
+/// parser's message prefixed as Prometheus does.
 pub fn query_error(e: QueryError) -> ApiError {
     match e {
         QueryError::Parse(_) => ApiError::bad_data(format!("invalid parameter \"query\": {e}")),
-        QueryError::Unsupported(_) => ApiError::bad_data(e.to_string()),
-        QueryError::BadRequest(m) => ApiError::bad_data(m),
-        QueryError::Execution(m) => ApiError::execution(m),
-        QueryError::Timeout => ApiError::timeout("query timed out in expression evaluation"),
-        QueryError::Storage(s) if s.is_client_error() => ApiError::bad_data(s.to_string()),
-        other => ApiError::internal(other.to_string()),
+        other => other.into(),
     }
 }
 
 async fn evaluate<F>(
     st: &AppState,
-    ps: &PromState,
     tenant: TenantId,
     timeout: Duration,
     f: F,
 ) -> Result<QueryResult, ApiError>
 where
-    F: FnOnce(&dyn SampleSource) -> sightline_query::Result<QueryResult> + Send + 'static,
+    F: FnOnce(&dyn SampleSource, &Deadline) -> sightline_query::Result<QueryResult>
+        + Send
+        + 'static,
 {
     let store = Arc::clone(st.store());
-    run_blocking(ps, timeout, move || {
-        let src = StoreSource::new(&store, tenant);
-        f(&src).map_err(query_error)
+    let t = tenant.clone();
+    run_blocking(st, &tenant, timeout, move |deadline| {
+        let src = StoreSource::new(&store, t);
+        f(&src, deadline).map_err(query_error)
     })
     .await
 }
@@ -101,7 +88,6 @@ where
 /// `GET|POST /api/v1/query`: `query`, `time` (default now), `timeout`.
 pub async fn instant(
     State(st): State<AppState>,
-    Extension(ps): Extension<Arc<PromState>>,
     method: Method,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -113,7 +99,7 @@ pub async fn instant(
         let time = p.time_or("time", now_ms())?;
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
-        let r = evaluate(&st, &ps, tenant, timeout, move |src| {
+        let r = evaluate(&st, tenant, timeout, move |src, _deadline| {
             instant_query(src, &query, time)
         })
         .await?;
@@ -128,7 +114,6 @@ pub async fn instant(
 /// `GET|POST /api/v1/query_range`: `query`, `start`, `end`, `step`, `timeout`.
 pub async fn range(
     State(st): State<AppState>,
-    Extension(ps): Extension<Arc<PromState>>,
     method: Method,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -144,7 +129,7 @@ pub async fn range(
         })?;
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
-        let r = evaluate(&st, &ps, tenant, timeout, move |src| {
+        let r = evaluate(&st, tenant, timeout, move |src, _deadline| {
             range_query(src, &query, start, end, step)
         })
         .await?;
@@ -164,22 +149,28 @@ pub async fn exemplars(
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Response {
-    let run = || {
-        tenant(&st, &headers)?;
+    let run = async {
+        let tenant = tenant(&st, &headers)?;
         let p = request_params(&method, &headers, q.as_deref(), &body);
         let now = now_ms();
         p.time_or("start", now)?;
         p.time_or("end", now)?;
-        sightline_query::promql::parse(p.get("query").unwrap_or("")).map_err(query_error)?;
-        Ok::<_, ApiError>(())
+        let timeout = query_timeout(&st, &p)?;
+        let query = p.get("query").unwrap_or("").to_owned();
+        run_blocking(&st, &tenant, timeout, move |_| {
+            sightline_query::promql::parse(&query).map_err(query_error)?;
+            Ok(())
+        })
+        .await
     };
-    match run() {
+    match run.await {
         Ok(()) => success("[]", &[]),
         Err(e) => e.into_response(),
     }
 }
 
-/// `GET|POST /api/v1/format_query`: the query, pretty-printed.
+/// `GET|POST /api/v1/format_query`: the query, pretty-printed (parsed and printed on the
+/// runner, like every query).
 pub async fn format(
     State(st): State<AppState>,
     method: Method,
@@ -187,14 +178,18 @@ pub async fn format(
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Response {
-    let run = || {
-        tenant(&st, &headers)?;
+    let run = async {
+        let tenant = tenant(&st, &headers)?;
         let p = request_params(&method, &headers, q.as_deref(), &body);
-        let expr =
-            sightline_query::promql::parse(p.get("query").unwrap_or("")).map_err(query_error)?;
-        Ok::<_, ApiError>(json_str(&expr.prettify()))
+        let timeout = query_timeout(&st, &p)?;
+        let query = p.get("query").unwrap_or("").to_owned();
+        run_blocking(&st, &tenant, timeout, move |_| {
+            let expr = sightline_query::promql::parse(&query).map_err(query_error)?;
+            Ok(json_str(&expr.prettify()))
+        })
+        .await
     };
-    match run() {
+    match run.await {
         Ok(data) => success(&data, &[]),
         Err(e) => e.into_response(),
     }
@@ -299,27 +294,6 @@ pub fn render(r: QueryResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn deadline_answers_timeout_and_keeps_the_slot() {
-        let ps = PromState::default();
-        let r = run_blocking(&ps, Duration::from_millis(20), || {
-            std::thread::sleep(Duration::from_millis(300));
-            Ok(())
-        })
-        .await;
-        assert_eq!(
-            r.map_err(|e| (e.status.as_u16(), e.kind)),
-            Err((503, "timeout"))
-        );
-        // The evaluation still runs, so it still holds its slot.
-        assert_eq!(
-            ps.query_slots.available_permits(),
-            super::super::MAX_CONCURRENT_QUERIES - 1
-        );
-        let ok = run_blocking(&ps, Duration::from_secs(5), || Ok(7)).await;
-        assert_eq!(ok, Ok(7));
-    }
 
     #[test]
     fn timestamps_like_prometheus() {

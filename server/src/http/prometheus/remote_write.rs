@@ -353,7 +353,10 @@ async fn receive(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<u64, IngestError> {
-    let tenant: TenantId = crate::http::request_tenant(st, headers)?;
+    let tenant: TenantId = st.tenant(
+        headers.get("authorization").map(|v| v.as_bytes()),
+        headers.get("x-scope-orgid").map(|v| v.as_bytes()),
+    )?;
     check_headers(headers)?;
     let limits = st.limits().clone();
     let declared = headers
