@@ -4,7 +4,11 @@
 //! Documents carry the body (tokenized, not stored) and the row number as a fast field, so a
 //! query answers a roaring bitmap of rows that the segment reader turns into a row selection.
 //! Queries use tantivy's query syntax (`timeout AND "tool call"`, `-debug`, `retr*`); terms are
-//! combined with AND by default, as users of log search expect.
+//! combined with AND by default, as users of log search expect. A query is refused before
+//! tantivy parses it if it is longer than [`MAX_QUERY_BYTES`], nests parentheses deeper than
+//! [`MAX_QUERY_DEPTH`] or has more than [`MAX_QUERY_CLAUSES`] terms (see [`bounds`]).
+
+pub mod bounds;
 
 use std::path::Path;
 
@@ -15,6 +19,7 @@ use tantivy::schema::{FAST, Field, STRING, Schema, TEXT};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 
 use crate::error::{IoContext, Result, StorageError};
+pub use bounds::{MAX_QUERY_BYTES, MAX_QUERY_CLAUSES, MAX_QUERY_DEPTH, MAX_QUERY_RAW_DEPTH};
 
 /// Memory arena for the single indexing thread (tantivy's minimum is 15 MB).
 const WRITER_ARENA_BYTES: usize = 32 << 20;
@@ -31,6 +36,16 @@ fn schema() -> (Schema, Fields) {
     // Reserved for indexing string attributes later without a format change.
     let _attrs = b.add_text_field("attrs", STRING);
     (b.build(), Fields { body, row })
+}
+
+/// Parses `query` for `index` (AND by default) once it is within the [`bounds`].
+fn parse(index: &Index, body: Field, query: &str) -> Result<Box<dyn tantivy::query::Query>> {
+    bounds::check(query)?;
+    let mut parser = QueryParser::for_index(index, vec![body]);
+    parser.set_conjunction_by_default();
+    parser
+        .parse_query(query)
+        .map_err(|e| StorageError::InvalidQuery(format!("full-text query {query:?}: {e}")))
 }
 
 /// A searchable text index.
@@ -103,11 +118,7 @@ impl TextIndex {
 
     /// Rows whose body matches `query` (tantivy syntax, AND by default).
     pub fn search(&self, query: &str) -> Result<RoaringBitmap> {
-        let mut parser = QueryParser::for_index(&self.index, vec![self.fields.body]);
-        parser.set_conjunction_by_default();
-        let q = parser
-            .parse_query(query)
-            .map_err(|e| StorageError::InvalidQuery(format!("full-text query {query:?}: {e}")))?;
+        let q = parse(&self.index, self.fields.body, query)?;
         let searcher = self.reader.searcher();
         let docs = searcher.search(&*q, &DocSetCollector)?;
         let mut rows = RoaringBitmap::new();
@@ -127,16 +138,12 @@ impl TextIndex {
         Ok(rows)
     }
 
-    /// Checks that `query` parses, without running it.
+    /// Checks that `query` is within the [`bounds`] and parses, without running it.
     pub fn validate_query(query: &str) -> Result<()> {
+        bounds::check(query)?;
         let (schema, fields) = schema();
         let index = Index::create_in_ram(schema);
-        let mut parser = QueryParser::for_index(&index, vec![fields.body]);
-        parser.set_conjunction_by_default();
-        parser
-            .parse_query(query)
-            .map(|_| ())
-            .map_err(|e| StorageError::InvalidQuery(format!("full-text query {query:?}: {e}")))
+        parse(&index, fields.body, query).map(|_| ())
     }
 }
 
@@ -230,5 +237,75 @@ mod tests {
         assert_eq!(idx.indexed_rows(), 3);
         let rows: Vec<u32> = idx.search("beta").expect("search").iter().collect();
         assert_eq!(rows, vec![0, 2]);
+    }
+
+    #[test]
+    fn over_limit_queries_are_refused_before_tantivy() {
+        let mut idx = RamTextIndex::new().expect("new");
+        idx.extend(["a b", "c"].into_iter()).expect("extend");
+        let deep = format!("{}a{}", "(".repeat(10_000), ")".repeat(10_000));
+        let long = "a ".repeat(MAX_QUERY_BYTES);
+        let wide = (0..=MAX_QUERY_CLAUSES)
+            .map(|i| format!("t{i}"))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        for q in [deep.as_str(), long.as_str(), wide.as_str()] {
+            for r in [
+                idx.search(q),
+                TextIndex::validate_query(q).map(|_| RoaringBitmap::new()),
+            ] {
+                match r {
+                    Err(StorageError::InvalidQuery(m)) => {
+                        assert!(m.contains("the limit is"), "{m}")
+                    }
+                    other => panic!("{} bytes not refused: {other:?}", q.len()),
+                }
+            }
+        }
+    }
+
+    /// The largest accepted queries parse and run on a thread with a small stack.
+    #[test]
+    fn at_limit_queries_run_on_a_small_stack() {
+        let handle = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(|| -> Result<Vec<Vec<u32>>> {
+                let mut idx = RamTextIndex::new()?;
+                idx.extend(["t0 t7 x", "t1 x", "y"].into_iter())?;
+                // 32 levels deep around 256 clauses: t0 AND (t1 OR t2 ... ).
+                let terms: Vec<String> = (1..MAX_QUERY_CLAUSES / 2)
+                    .map(|i| format!("t{i}"))
+                    .collect();
+                let inner = terms.join(" OR ");
+                let deep = format!(
+                    "t0 AND {}{inner}{}",
+                    "(".repeat(MAX_QUERY_DEPTH),
+                    ")".repeat(MAX_QUERY_DEPTH)
+                );
+                bounds::check(&deep)?;
+                // Raw nesting at its limit, half of it inside a phrase.
+                let raw = format!(
+                    "\"{}\" OR {}x{}",
+                    "(".repeat(MAX_QUERY_RAW_DEPTH - MAX_QUERY_DEPTH),
+                    "(".repeat(MAX_QUERY_DEPTH),
+                    ")".repeat(MAX_QUERY_DEPTH)
+                );
+                let nots = format!("x {}", "NOT y ".repeat(MAX_QUERY_CLAUSES / 2 - 1));
+                // Exactly MAX_QUERY_BYTES: a term and a phrase of 2,046 words no row holds.
+                let long = format!("x \"{}\"", "y ".repeat((MAX_QUERY_BYTES - 4) / 2));
+                assert_eq!(long.len(), MAX_QUERY_BYTES);
+                let mut out = Vec::new();
+                for q in [&deep, &raw, &nots, &long] {
+                    assert!(q.len() <= MAX_QUERY_BYTES);
+                    out.push(idx.search(q)?.iter().collect());
+                }
+                Ok(out)
+            })
+            .expect("spawn");
+        let got = handle
+            .join()
+            .expect("no stack overflow")
+            .expect("queries run");
+        assert_eq!(got, vec![vec![0], vec![0, 1], vec![0, 1], vec![]]);
     }
 }
