@@ -6,8 +6,11 @@
 //! Module map:
 //! * [`spec`]: the definition, defaults and validation;
 //! * [`status`]: state, progress and times shown by the API and kept in `state.json`;
+//! * [`limits`]: quota, model size, training memory and time, shortest periods;
 //! * [`registry`]: the on-disk layout and the in-memory table;
-//! * [`scheduler`]: the worker pool and the tick that decides what runs when;
+//! * [`files`]: atomic owner-only JSON files and the run-in-progress marker;
+//! * [`scheduler`]: the worker pool and the tick that decides what runs when, fed by
+//!   [`queue`], round-robin across tenants;
 //! * [`run`]: one run (PromQL over the history, training, scoring); [`service`] its
 //!   multi-series variant;
 //! * [`writeback`]: the `<name>:predicted|lower|upper|anomalous` samples;
@@ -17,6 +20,9 @@
 //! the detect crate's; this module only feeds them and keeps their results.
 
 pub mod events;
+pub mod files;
+pub mod limits;
+pub mod queue;
 pub mod registry;
 pub mod run;
 pub mod scheduler;
@@ -26,6 +32,7 @@ pub mod status;
 pub mod writeback;
 
 pub use events::AnomalyEvent;
+pub use limits::DetectorLimits;
 pub use registry::{Detector, Registry};
 pub use scheduler::Detectors;
 pub use spec::DetectorSpec;

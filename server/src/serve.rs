@@ -75,10 +75,13 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
     let detectors = {
         let store = ingest.store().clone();
         let threads = config.detector_threads;
-        tokio::task::spawn_blocking(move || crate::detectors::Detectors::start(store, threads))
-            .await
-            .map_err(|e| ServeError::Server(format!("detector start task failed: {e}")))?
-            .map_err(|e| ServeError::Server(format!("detectors: {e}")))?
+        let limits = crate::detectors::DetectorLimits::from(&config.limits);
+        tokio::task::spawn_blocking(move || {
+            crate::detectors::Detectors::start(store, threads, limits)
+        })
+        .await
+        .map_err(|e| ServeError::Server(format!("detector start task failed: {e}")))?
+        .map_err(|e| ServeError::Server(format!("detectors: {e}")))?
     };
     ingest.set_detectors(detectors);
     let trigger = Trigger::new();

@@ -6,13 +6,20 @@
 //!     state.json                status: state, times, per-series write positions
 //!     events.json               anomaly events, oldest first
 //!     models/<series-key>/      N-BEATS per series: model.safetensors + model.json (card)
+//!     run.inprogress            present while a run is in progress (see [`super::files`])
 //! ```
 //!
 //! Every JSON file is replaced atomically (write to a temporary file, fsync, rename), so a
-//! crash leaves the old or the new version. The storage engine never reads this directory.
+//! crash leaves the old or the new version; files are the server user's only (0600). The
+//! storage engine never reads this directory.
+//!
+//! Creating or replacing a detector checks its definition against [`DetectorLimits`] and the
+//! tenant's quota. At start, a detector whose run marker is still there (the process died
+//! during that run) is marked failed and suspended, and one whose stored definition no longer
+//! passes validation or the limits is kept, shown failed, and never run: a definition that
+//! brings the process down cannot do so again at every restart.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,6 +30,8 @@ use sightline_storage::TenantId;
 
 use super::DetectorError;
 use super::events::AnomalyEvent;
+use super::files::{self, io, read_json, write_json};
+use super::limits::DetectorLimits;
 use super::spec::DetectorSpec;
 use super::status::{State, Status};
 
@@ -52,6 +61,9 @@ pub struct Detector {
     pub run_lock: Mutex<()>,
     /// The directory.
     pub dir: PathBuf,
+    /// Why the stored definition is not run (it fails this server's validation or limits);
+    /// only a replaced definition clears it.
+    pub refused: Option<String>,
 }
 
 impl Detector {
@@ -75,6 +87,7 @@ impl Detector {
             force: AtomicBool::new(false),
             run_lock: Mutex::new(()),
             dir,
+            refused: None,
         }
     }
 
@@ -120,43 +133,16 @@ impl Detector {
 #[derive(Debug)]
 pub struct Registry {
     root: PathBuf,
+    limits: DetectorLimits,
     table: RwLock<HashMap<(TenantId, String), Arc<Detector>>>,
-}
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> DetectorError + '_ {
-    move |e| DetectorError::Io(format!("{}: {e}", path.display()))
-}
-
-/// Write `value` as pretty JSON to `path` atomically.
-pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), DetectorError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let tmp = path.with_extension("json.tmp");
-    let bytes = serde_json::to_vec_pretty(value).map_err(|e| DetectorError::Io(e.to_string()))?;
-    let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(&bytes).map_err(io(&tmp))?;
-    f.sync_all().map_err(io(&tmp))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    Ok(())
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, DetectorError> {
-    match std::fs::read(path) {
-        Ok(b) => serde_json::from_slice(&b)
-            .map(Some)
-            .map_err(|e| DetectorError::Io(format!("{}: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io(path)(e)),
-    }
 }
 
 impl Registry {
     /// The registry under `<data_dir>/detectors`, loading every stored detector. Damaged
     /// entries are logged and skipped (their files stay for inspection).
-    pub fn open(data_dir: &Path) -> Result<Self, DetectorError> {
+    pub fn open(data_dir: &Path, limits: DetectorLimits) -> Result<Self, DetectorError> {
         let root = data_dir.join("detectors");
-        std::fs::create_dir_all(&root).map_err(io(&root))?;
+        files::create_dir(&root)?;
         let mut table = HashMap::new();
         for t in std::fs::read_dir(&root).map_err(io(&root))? {
             let t = t.map_err(io(&root))?;
@@ -169,7 +155,7 @@ impl Registry {
             for d in std::fs::read_dir(t.path()).map_err(io(&t.path()))? {
                 let d = d.map_err(io(&t.path()))?;
                 let dir = d.path();
-                match load_one(&tenant, &dir) {
+                match load_one(&tenant, &dir, &limits) {
                     Ok(Some(det)) => {
                         table.insert((tenant.clone(), det.name()), Arc::new(det));
                     }
@@ -183,8 +169,14 @@ impl Registry {
         tracing::info!(detectors = table.len(), "detectors loaded");
         Ok(Self {
             root,
+            limits,
             table: RwLock::new(table),
         })
+    }
+
+    /// The limits detectors are held to.
+    pub fn limits(&self) -> &DetectorLimits {
+        &self.limits
     }
 
     /// Every detector.
@@ -214,13 +206,19 @@ impl Registry {
     }
 
     /// Create (`replace` false: 409 when it exists) or replace a detector. Replacing keeps the
-    /// events and the write positions, drops the models, and sets the state back to pending.
+    /// events and the write positions, drops the models, and sets the state back to pending
+    /// (a suspended or refused detector gets a fresh start). A definition that fails
+    /// validation or the limits, or a new detector past the tenant's quota, is
+    /// [`DetectorError::Invalid`] (400).
     pub fn put(
         &self,
         tenant: &TenantId,
         spec: DetectorSpec,
         replace: bool,
     ) -> Result<(Arc<Detector>, bool), DetectorError> {
+        spec.validate()
+            .and_then(|()| self.limits.check(&spec))
+            .map_err(|e| DetectorError::Invalid(format!("invalid detector: {e}")))?;
         let key = (tenant.clone(), spec.name.clone());
         let existing = self.table.read().get(&key).cloned();
         if existing.is_some() && !replace {
@@ -244,12 +242,24 @@ impl Registry {
         if !replace && table.contains_key(&key) {
             return Err(DetectorError::Exists(key.1));
         }
+        if !table.contains_key(&key) {
+            let max = self.limits.max_per_tenant;
+            let count = table.keys().filter(|(t, _)| t == tenant).count();
+            if count >= max {
+                return Err(DetectorError::Invalid(format!(
+                    "invalid detector: tenant {:?} already has {count} detectors, the limit is {max} (limits.max_detectors_per_tenant); delete one first",
+                    tenant.as_str()
+                )));
+            }
+        }
         if existing.is_some() {
             let models = det.dir.join("models");
             if models.exists() {
                 std::fs::remove_dir_all(&models).map_err(io(&models))?;
             }
         }
+        // a marker the old definition's crashed run left has been dealt with
+        files::clear_marker(&det.dir)?;
         det.save_spec()?;
         det.save_status()?;
         det.save_events()?;
@@ -277,7 +287,23 @@ impl Registry {
     }
 }
 
-fn load_one(tenant: &TenantId, dir: &Path) -> Result<Option<Detector>, DetectorError> {
+/// The status message of a detector whose run the process did not survive.
+fn crashed_message(name: &str, info: Option<&files::RunInfo>) -> String {
+    let run = match info {
+        Some(i) if i.training => format!("training run (started at {} ms)", i.started_ms),
+        Some(i) => format!("scoring run (started at {} ms)", i.started_ms),
+        None => "run".to_owned(),
+    };
+    format!(
+        "the server stopped during this detector's last {run} and may have crashed in it; it is not scheduled again until its definition is replaced (PUT /api/v1/detectors/{name}) or it is run explicitly (POST /api/v1/detectors/{name}/run)"
+    )
+}
+
+fn load_one(
+    tenant: &TenantId,
+    dir: &Path,
+    limits: &DetectorLimits,
+) -> Result<Option<Detector>, DetectorError> {
     let Some(spec) = read_json::<DetectorSpec>(&dir.join("spec.json"))? else {
         return Ok(None);
     };
@@ -288,11 +314,36 @@ fn load_one(tenant: &TenantId, dir: &Path) -> Result<Option<Detector>, DetectorE
     }
     status.progress = None;
     let events = read_json(&dir.join("events.json"))?.unwrap_or_default();
-    Ok(Some(Detector::new(
-        tenant,
-        spec,
-        status,
-        events,
-        dir.to_owned(),
-    )))
+    let refused = spec
+        .validate()
+        .and_then(|()| limits.check(&spec))
+        .err()
+        .map(|e| {
+            format!(
+                "the stored definition is refused by this server ({e}); it is not run until it is replaced"
+            )
+        });
+    let crashed = files::leftover_marker(dir);
+    if let Some(info) = &crashed {
+        let msg = crashed_message(&spec.name, info.as_ref());
+        tracing::warn!(dir = %dir.display(), "{msg}");
+        status.state = State::Failed;
+        status.error = Some(msg.clone());
+        status.suspended = Some(msg);
+    }
+    let mut det = Detector::new(tenant, spec, status, events, dir.to_owned());
+    if crashed.is_some() {
+        // the suspension is durable before the marker goes
+        det.save_status()?;
+        files::clear_marker(dir)?;
+    }
+    if let Some(msg) = refused {
+        tracing::warn!(dir = %dir.display(), "{msg}");
+        let mut st = det.status.lock();
+        st.state = State::Failed;
+        st.error = Some(msg.clone());
+        drop(st);
+        det.refused = Some(msg);
+    }
+    Ok(Some(det))
 }

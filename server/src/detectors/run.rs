@@ -8,10 +8,15 @@
 //! series could be scored); N-BEATS that cannot be trained (too short, constant) falls back to
 //! the rolling median/MAD baseline, noted in `status.fallback`. PromQL's step evaluation already
 //! resamples irregular scrapes onto the grid.
+//!
+//! A run is bracketed by the run marker ([`super::files::RunMarker`]) and trains for at most
+//! the training budget: a series whose training reaches it keeps its best parameters so far,
+//! the series after it keep their previous model or fall back, and `status.error` says so.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use sightline_detect::anomaly::{AnomalyReport, Direction, ValueRange, detect_continued};
 use sightline_detect::forecast::{
@@ -24,6 +29,8 @@ use super::DetectorError;
 use super::events::{
     self, Observed, deviation_words, display, duration_words, series_key, severity,
 };
+use super::files::{RunInfo, RunMarker};
+use super::limits::DetectorLimits;
 use super::registry::Detector;
 use super::spec::{DetectorSpec, Mode, ModelKind};
 use super::status::{Progress, State};
@@ -144,6 +151,8 @@ pub struct Outcome {
     pub skipped: Vec<String>,
     /// Fallbacks used.
     pub fallbacks: Vec<String>,
+    /// What the training budget cut short, when it did.
+    pub budget: Option<String>,
 }
 
 /// What a run takes over from the runs before it, per series key.
@@ -157,12 +166,14 @@ pub struct Carried {
     pub seen: BTreeMap<String, ValueRange>,
 }
 
-/// Run `det` now. `train` retrains N-BEATS models (baselines need no training).
+/// Run `det` now. `train` retrains N-BEATS models (baselines need no training); training
+/// stops at `limits`' budget.
 pub fn run(
     store: &Store,
     det: &Detector,
     train_now: bool,
     now_ms: i64,
+    limits: &DetectorLimits,
     stop: &dyn Fn() -> bool,
 ) -> Result<(), DetectorError> {
     let _guard = det.run_lock.lock();
@@ -175,6 +186,15 @@ pub fn run(
     if cancelled() {
         return Err(DetectorError::Cancelled);
     }
+    // Removed when the run ends, however it ends (declared after the lock guard, so dropped
+    // before it); left behind only if the process dies meanwhile.
+    let _marker = RunMarker::begin(
+        &det.dir,
+        &RunInfo {
+            started_ms: super::now_ms(),
+            training: train_now,
+        },
+    )?;
     let spec = det.spec.read().clone();
     let (mut carried, first_run) = {
         let st = det.status.lock();
@@ -191,7 +211,16 @@ pub fn run(
     }
     let w = window(&spec, now_ms, full, carried.written.values().min().copied());
     let result = match spec.mode {
-        Mode::Single => single(store, det, &spec, w, full, &carried, &cancelled),
+        Mode::Single => single(
+            store,
+            det,
+            &spec,
+            w,
+            full,
+            &carried,
+            limits.training_budget(),
+            &cancelled,
+        ),
         Mode::Service => super::service::service(store, det, &spec, w, &carried),
     };
     if cancelled() {
@@ -244,13 +273,17 @@ pub fn run(
         } else {
             st.state = State::Ready;
             st.series = o.series;
-            st.error = (!o.skipped.is_empty()).then(|| {
+            let skipped = (!o.skipped.is_empty()).then(|| {
                 format!(
                     "{} series skipped: {}",
                     o.skipped.len(),
                     o.skipped.join("; ")
                 )
             });
+            st.error = match (o.budget, skipped) {
+                (Some(b), Some(s)) => Some(format!("{b}; {s}")),
+                (b, s) => b.or(s),
+            };
         }
         if o.last_scored_ms.is_some() {
             st.last_scored_ms = o.last_scored_ms.max(st.last_scored_ms);
@@ -271,14 +304,30 @@ fn set_progress(det: &Detector, f: impl FnOnce(&mut Progress)) {
     f(p);
 }
 
-/// Train one N-BEATS model per series; returns the fallback reason of series that failed.
+/// What [`train_models`] did.
+#[derive(Debug, Default)]
+struct Trained {
+    /// Series key -> why its model could not be trained.
+    failed: BTreeMap<String, String>,
+    /// What the training budget cut short, when it did.
+    budget: Option<String>,
+}
+
+/// Train one N-BEATS model per series within `budget` of wall time.
 fn train_models(
     det: &Detector,
     spec: &DetectorSpec,
     series: &[GridSeries],
     step_ms: i64,
+    budget: Duration,
     cancelled: &dyn Fn() -> bool,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<Trained, String> {
+    let started = Instant::now();
+    let spent = || started.elapsed() >= budget;
+    let budget_words = format!(
+        "training stopped at the budget of {} s (limits.max_detector_training_secs)",
+        budget.as_secs()
+    );
     let model_cfg = spec.nbeats_config();
     let train_cfg = spec.train_config();
     {
@@ -294,12 +343,27 @@ fn train_models(
         });
     }
     let _ = det.save_status();
-    let mut failed = BTreeMap::new();
+    let mut out = Trained::default();
+    let failed = &mut out.failed;
     for (i, s) in series.iter().enumerate() {
         if cancelled() {
             return Err("cancelled".into());
         }
         let key = series_key(&s.labels);
+        if spent() {
+            let untrained = series.len() - i;
+            out.budget = Some(format!(
+                "{budget_words}: {untrained} of {} series not retrained (they keep their previous model, or use rolling median/MAD)",
+                series.len()
+            ));
+            for s in &series[i..] {
+                let key = series_key(&s.labels);
+                if !det.models.lock().contains_key(&key) && !det.model_dir(&key).exists() {
+                    failed.insert(key, budget_words.clone());
+                }
+            }
+            break;
+        }
         let filled = match sightline_detect::forecast::input::fill_gaps(&s.values) {
             Ok((f, _)) => f,
             Err(e) => {
@@ -314,6 +378,7 @@ fn train_models(
             p.series_done = i;
             p.epoch = 0;
         });
+        let mut stopped_at: Option<usize> = None;
         let mut callback = |p: &TrainProgress| {
             set_progress(det, |q| {
                 q.epoch = p.step;
@@ -323,11 +388,23 @@ fn train_models(
             });
             if cancelled() {
                 TrainControl::Stop
+            } else if spent() && p.step < p.max_steps {
+                stopped_at = Some(p.step);
+                TrainControl::Stop
             } else {
                 TrainControl::Continue
             }
         };
-        match train(&filled, Some(&ts), &model_cfg, &train_cfg, &mut callback) {
+        let trained = train(&filled, Some(&ts), &model_cfg, &train_cfg, &mut callback);
+        if let Some(step) = stopped_at {
+            out.budget = Some(format!(
+                "{budget_words}: series {} of {} at step {step} of {} (it keeps its best parameters so far)",
+                i + 1,
+                series.len(),
+                train_cfg.max_steps
+            ));
+        }
+        match trained {
             Ok(model) => {
                 if cancelled() {
                     return Err("cancelled".into());
@@ -344,7 +421,7 @@ fn train_models(
         }
         set_progress(det, |p| p.series_done = i + 1);
     }
-    Ok(failed)
+    Ok(out)
 }
 
 /// The model of a series: in memory, else loaded from its directory.
@@ -370,6 +447,7 @@ fn model_for(det: &Detector, key: &str) -> Option<Arc<sightline_detect::forecast
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn single(
     store: &Store,
     det: &Detector,
@@ -377,6 +455,7 @@ fn single(
     w: Window,
     full: bool,
     carried: &Carried,
+    budget: Duration,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Outcome, String> {
     let series = fetch(store, &det.tenant, &spec.query, w)?;
@@ -397,12 +476,16 @@ fn single(
         Some(q) => Some(fetch(store, &det.tenant, q, w)?),
         None => None,
     };
-    let mut train_failures = BTreeMap::new();
+    let mut trained = Trained::default();
     if spec.model.kind == ModelKind::Nbeats && full {
-        train_failures = train_models(det, spec, &series, w.step_ms, cancelled)?;
+        trained = train_models(det, spec, &series, w.step_ms, budget, cancelled)?;
     }
+    let train_failures = trained.failed;
     let cfg = spec.anomaly_config(spec.direction);
-    let mut out = Outcome::default();
+    let mut out = Outcome {
+        budget: trained.budget,
+        ..Outcome::default()
+    };
     for s in &series {
         let key = series_key(&s.labels);
         let name = display(&spec.query, &s.labels);

@@ -58,6 +58,11 @@ pub struct Status {
     /// Wall-clock time of the last run's end (ms), for the scheduler.
     #[serde(default)]
     pub last_run_ms: Option<i64>,
+    /// Why the scheduler leaves this detector alone (the process died during its last run):
+    /// set at start from the run marker, cleared by an explicit run; a replaced definition
+    /// starts without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<String>,
     /// Last written point per series key (ms): points are written once, never rewritten.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub written: BTreeMap<String, i64>,

@@ -1,9 +1,13 @@
 //! The detector API end to end through the real `sightline` binary: a seasonal metric with an
 //! injected level shift is ingested over OTLP/HTTP JSON, detectors are created, trained and
 //! scored in the background, and the results are read back as anomaly events, PromQL series
-//! and Grafana annotations, across a restart, per tenant.
+//! and Grafana annotations, across a restart, per tenant. The limits on what detectors may ask
+//! of the server are in [`limits`].
+
+mod limits;
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::common::{ServerProcess, http};
@@ -37,6 +41,13 @@ fn call(
     .unwrap();
     let v = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
     (r.status, v)
+}
+
+/// A config file holding `limits` (TOML lines of the `[limits]` table) in `dir`.
+fn limits_config(dir: &Path, limits: &str) -> PathBuf {
+    let path = dir.join("sightline.toml");
+    std::fs::write(&path, format!("[limits]\n{limits}\n")).unwrap();
+    path
 }
 
 /// Deterministic noise in [-1, 1].
@@ -715,7 +726,13 @@ fn scheduler_can_be_disabled() {
 #[test]
 fn scoring_ticks_follow_new_points() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(&dir.path().join("data"), &[], dir.path().join("server.log"));
+    // a 2 s step, below the default shortest step
+    let config = limits_config(dir.path(), "min_detector_step_secs = 1");
+    let server = ServerProcess::start(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+        dir.path().join("server.log"),
+    );
     let a = server.http;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
