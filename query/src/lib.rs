@@ -8,6 +8,7 @@
 //! `sightline_storage::Store::scan` and `series`), speak HTTP (the server maps results to wire
 //! formats), or compute LLM-quality statistics (`sightline-detect`).
 
+pub mod bounds;
 pub mod error;
 pub mod logs;
 pub mod plan;

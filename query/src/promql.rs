@@ -22,8 +22,11 @@ use value::{Grid, Value};
 
 use crate::error::{QueryError, Result};
 
-/// Parses a query, mapping the parser's message into [`QueryError::Parse`].
+/// Parses a query, mapping the parser's message into [`QueryError::Parse`]. The text must
+/// pass [`crate::bounds::check`] first, so the tree it yields is shallow enough for every
+/// recursive walk (evaluation, `prettify`, drop) on a small stack.
 pub fn parse(query: &str) -> Result<promql_parser::parser::Expr> {
+    crate::bounds::check(query, crate::bounds::Language::PromQl)?;
     promql_parser::parser::parse(query).map_err(QueryError::Parse)
 }
 

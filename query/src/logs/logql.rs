@@ -198,16 +198,10 @@ pub enum MetricExpr {
     },
 }
 
-/// Longest query text accepted.
-pub const MAX_QUERY_LEN: usize = 64 * 1024;
-
-/// Parses a LogQL query.
+/// Parses a LogQL query. The text must pass [`crate::bounds::check`] first (length,
+/// nesting, operators and stages), which bounds the recursion of the parser and evaluator.
 pub fn parse(query: &str) -> Result<Expr> {
-    if query.len() > MAX_QUERY_LEN {
-        return Err(QueryError::BadRequest(format!(
-            "query longer than {MAX_QUERY_LEN} bytes"
-        )));
-    }
+    crate::bounds::check(query, crate::bounds::Language::LogQl)?;
     let toks = lex(query)?;
     let mut p = Parser { toks, pos: 0 };
     let e = if matches!(p.peek(), Some(Tok::LBrace)) {
@@ -226,6 +220,7 @@ pub fn parse(query: &str) -> Result<Expr> {
 
 /// Parses a stream selector alone (`{a="b"}`); an empty string selects everything.
 pub fn parse_selector(text: &str) -> Result<Vec<Matcher>> {
+    crate::bounds::check(text, crate::bounds::Language::LogQl)?;
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }

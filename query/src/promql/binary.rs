@@ -60,12 +60,19 @@ fn apply(op: &str, return_bool: bool, a: f64, b: f64) -> Result<Option<f64>> {
     }
 }
 
+/// Evaluates both sides, then combines them. A chain `a + b + c + ...` recurses through here
+/// once per operator, so this frame stays small: the combining is a separate function.
 pub(crate) fn eval(ev: &Evaluator<'_>, b: &BinaryExpr) -> Result<Value> {
+    let lhs = ev.eval(&b.lhs)?;
+    let rhs = ev.eval(&b.rhs)?;
+    combine(ev, b, lhs, rhs)
+}
+
+#[inline(never)]
+fn combine(ev: &Evaluator<'_>, b: &BinaryExpr, lhs: Value, rhs: Value) -> Result<Value> {
     let op_text = op_name(&b.op);
     let op = op_text.as_str();
     let return_bool = b.modifier.as_ref().is_some_and(|m| m.return_bool);
-    let lhs = ev.eval(&b.lhs)?;
-    let rhs = ev.eval(&b.rhs)?;
     match (lhs, rhs) {
         (Value::Scalar(l), Value::Scalar(r)) => {
             if is_comparison(op) && !return_bool {

@@ -82,6 +82,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Evaluates an instant vector selector.
+    #[inline(never)]
     pub(crate) fn vector_selector(&self, vs: &VectorSelector) -> Result<Vec<Series>> {
         let raw = self.fetch(vs, self.lookback_ms)?;
         let offset = offset_ms(&vs.offset);
@@ -168,61 +169,56 @@ impl<'a> Evaluator<'a> {
         Ok(out)
     }
 
-    /// Evaluates any expression.
+    /// Evaluates any expression. Every node recurses through here, so the work of the leaves
+    /// lives in separate functions and this frame stays small.
     pub(crate) fn eval(&self, e: &Expr) -> Result<Value> {
         match e {
             Expr::NumberLiteral(n) => Ok(Value::Scalar(vec![n.val; self.grid.len()])),
             Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
             Expr::Paren(p) => self.eval(&p.expr),
             Expr::VectorSelector(vs) => Ok(Value::Vector(self.vector_selector(vs)?)),
-            Expr::MatrixSelector(ms) => {
-                if self.grid.len() != 1 {
-                    return Err(QueryError::Execution(
-                        "a range vector cannot be the result of a range query; wrap it in a function such as rate()".into(),
-                    ));
-                }
-                let range = duration_ms(&ms.range);
-                let t = self.ref_time(0, offset_ms(&ms.vs.offset), &ms.vs.at);
-                let raw = self.fetch(&ms.vs, range)?;
-                Ok(Value::Matrix(
-                    raw.into_iter()
-                        .filter_map(|s| {
-                            let idx: Vec<usize> = (0..s.timestamps.len())
-                                .filter(|&j| {
-                                    s.timestamps[j] >= t - range
-                                        && s.timestamps[j] <= t
-                                        && !is_stale(s.values[j])
-                                })
-                                .collect();
-                            (!idx.is_empty()).then(|| RawSeries {
-                                labels: s.labels.clone(),
-                                timestamps: idx.iter().map(|&j| s.timestamps[j]).collect(),
-                                values: idx.iter().map(|&j| s.values[j]).collect(),
-                            })
-                        })
-                        .collect(),
-                ))
+            Expr::MatrixSelector(ms) => self.matrix_selector(ms),
+            Expr::Unary(u) => {
+                let v = self.eval(&u.expr)?;
+                negate(v)
             }
-            Expr::Unary(u) => match self.eval(&u.expr)? {
-                Value::Scalar(v) => Ok(Value::Scalar(v.into_iter().map(|x| -x).collect())),
-                Value::Vector(v) => Ok(Value::Vector(
-                    v.into_iter()
-                        .map(|s| Series {
-                            labels: super::value::drop_name(&s.labels),
-                            values: s.values.into_iter().map(|x| x.map(|x| -x)).collect(),
-                        })
-                        .collect(),
-                )),
-                _ => Err(QueryError::Execution(
-                    "unary minus needs a number or a vector".into(),
-                )),
-            },
             Expr::Binary(b) => binary::eval(self, b),
             Expr::Aggregate(a) => aggregate::eval(self, a),
             Expr::Call(c) => functions::eval(self, c),
             Expr::Subquery(_) => Err(QueryError::Unsupported("subqueries".into())),
             Expr::Extension(_) => Err(QueryError::Unsupported("extension expressions".into())),
         }
+    }
+
+    /// A bare range selector (an instant query's matrix result).
+    #[inline(never)]
+    fn matrix_selector(&self, ms: &MatrixSelector) -> Result<Value> {
+        if self.grid.len() != 1 {
+            return Err(QueryError::Execution(
+                "a range vector cannot be the result of a range query; wrap it in a function such as rate()".into(),
+            ));
+        }
+        let range = duration_ms(&ms.range);
+        let t = self.ref_time(0, offset_ms(&ms.vs.offset), &ms.vs.at);
+        let raw = self.fetch(&ms.vs, range)?;
+        Ok(Value::Matrix(
+            raw.into_iter()
+                .filter_map(|s| {
+                    let idx: Vec<usize> = (0..s.timestamps.len())
+                        .filter(|&j| {
+                            s.timestamps[j] >= t - range
+                                && s.timestamps[j] <= t
+                                && !is_stale(s.values[j])
+                        })
+                        .collect();
+                    (!idx.is_empty()).then(|| RawSeries {
+                        labels: s.labels.clone(),
+                        timestamps: idx.iter().map(|&j| s.timestamps[j]).collect(),
+                        values: idx.iter().map(|&j| s.values[j]).collect(),
+                    })
+                })
+                .collect(),
+        ))
     }
 
     /// Evaluates to a scalar per step, or fails naming what was found.
@@ -249,6 +245,25 @@ impl<'a> Evaluator<'a> {
             Value::String(s) => Ok(s),
             _ => Err(QueryError::Execution(format!("{what} must be a string"))),
         }
+    }
+}
+
+/// Unary minus: negates numbers and drops the metric name.
+#[inline(never)]
+fn negate(v: Value) -> Result<Value> {
+    match v {
+        Value::Scalar(v) => Ok(Value::Scalar(v.into_iter().map(|x| -x).collect())),
+        Value::Vector(v) => Ok(Value::Vector(
+            v.into_iter()
+                .map(|s| Series {
+                    labels: super::value::drop_name(&s.labels),
+                    values: s.values.into_iter().map(|x| x.map(|x| -x)).collect(),
+                })
+                .collect(),
+        )),
+        _ => Err(QueryError::Execution(
+            "unary minus needs a number or a vector".into(),
+        )),
     }
 }
 

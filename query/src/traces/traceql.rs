@@ -23,9 +23,6 @@ use sightline_storage::MatchOp;
 use super::filter::{CmpOp, Cond, DURATION_KEY, Scope};
 use crate::error::{QueryError, Result};
 
-/// Longest query accepted.
-pub const MAX_QUERY_LEN: usize = 16 * 1024;
-
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
     LBrace,
@@ -213,11 +210,7 @@ const AGGREGATES: &[&str] = &[
 
 /// Parses a query into the conditions of its single spanset.
 pub fn parse(src: &str) -> Result<Vec<Cond>> {
-    if src.len() > MAX_QUERY_LEN {
-        return Err(parse_err(format!(
-            "query longer than {MAX_QUERY_LEN} bytes"
-        )));
-    }
+    crate::bounds::check(src, crate::bounds::Language::TraceQl)?;
     let toks = lex(src)?;
     let mut p = Parser { toks, pos: 0 };
     if p.toks.is_empty() {
@@ -491,6 +484,7 @@ pub fn parse_duration(src: &str) -> Result<i64> {
 /// Parses Tempo's logfmt `tags` parameter (`service.name=api http.status_code=500
 /// msg="two words"`) into equality conditions on unscoped keys.
 pub fn parse_tags(src: &str) -> Result<Vec<Cond>> {
+    crate::bounds::check(src, crate::bounds::Language::Logfmt)?;
     let chars: Vec<char> = src.chars().collect();
     let mut i = 0;
     let mut out = Vec::new();

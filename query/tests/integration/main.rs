@@ -7,6 +7,7 @@
 
 mod golden;
 
+mod bounds;
 mod log_search;
 mod plan;
 mod promql;

@@ -451,6 +451,8 @@ enum Prepared {
     },
 }
 
+/// Loads the range data of every leaf. Binary chains recurse through here once per operator,
+/// so the loading lives in [`prepare_range`] and this frame stays small.
 fn prepare(
     store: &Store,
     tenant: &TenantId,
@@ -464,59 +466,9 @@ fn prepare(
             func,
             log,
             range_ns,
-        } => {
-            let from = start_ns.saturating_sub(*range_ns).saturating_add(1);
-            let scan = store.scan(&scan_request(
-                tenant,
-                &log.selector,
-                closed_range(from, end_ns),
-            ))?;
-            stats.explain.add(&scan.stats);
-            let mut by_series: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
-            for b in &scan.batches {
-                for rec in sightline_storage::columnar::logs_from_batch(b)? {
-                    let ll = line_labels(&rec);
-                    if !selector_matches(&log.selector, &ll.stream) {
-                        continue;
-                    }
-                    let line = body_text(&rec);
-                    stats.lines_processed += 1;
-                    stats.bytes_processed += line.len() as u64;
-                    let mut labels = ll.merged();
-                    if run_pipeline(&log.stages, &line, &mut labels) {
-                        by_series
-                            .entry(labels)
-                            .or_default()
-                            .push((rec.time.0, line.len() as u64));
-                        if by_series.len() > MAX_SERIES {
-                            return Err(QueryError::Execution(format!(
-                                "more than {MAX_SERIES} series; aggregate with sum by (...)"
-                            )));
-                        }
-                    }
-                }
-            }
-            let series = by_series
-                .into_iter()
-                .map(|(labels, mut pts)| {
-                    pts.sort_unstable();
-                    let times = pts.iter().map(|p| p.0).collect();
-                    let mut prefix = Vec::with_capacity(pts.len() + 1);
-                    let mut acc = 0u64;
-                    prefix.push(0);
-                    for p in &pts {
-                        acc += p.1;
-                        prefix.push(acc);
-                    }
-                    (labels, times, prefix)
-                })
-                .collect();
-            Prepared::Range {
-                func: *func,
-                range_ns: *range_ns,
-                series,
-            }
-        }
+        } => prepare_range(
+            store, tenant, *func, log, *range_ns, start_ns, end_ns, stats,
+        )?,
         MetricExpr::Agg {
             op,
             param,
@@ -538,6 +490,71 @@ fn prepare(
     })
 }
 
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn prepare_range(
+    store: &Store,
+    tenant: &TenantId,
+    func: RangeFunc,
+    log: &LogExpr,
+    range_ns: i64,
+    start_ns: i64,
+    end_ns: i64,
+    stats: &mut QueryStats,
+) -> Result<Prepared> {
+    let from = start_ns.saturating_sub(range_ns).saturating_add(1);
+    let scan = store.scan(&scan_request(
+        tenant,
+        &log.selector,
+        closed_range(from, end_ns),
+    ))?;
+    stats.explain.add(&scan.stats);
+    let mut by_series: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
+    for b in &scan.batches {
+        for rec in sightline_storage::columnar::logs_from_batch(b)? {
+            let ll = line_labels(&rec);
+            if !selector_matches(&log.selector, &ll.stream) {
+                continue;
+            }
+            let line = body_text(&rec);
+            stats.lines_processed += 1;
+            stats.bytes_processed += line.len() as u64;
+            let mut labels = ll.merged();
+            if run_pipeline(&log.stages, &line, &mut labels) {
+                by_series
+                    .entry(labels)
+                    .or_default()
+                    .push((rec.time.0, line.len() as u64));
+                if by_series.len() > MAX_SERIES {
+                    return Err(QueryError::Execution(format!(
+                        "more than {MAX_SERIES} series; aggregate with sum by (...)"
+                    )));
+                }
+            }
+        }
+    }
+    let series = by_series
+        .into_iter()
+        .map(|(labels, mut pts)| {
+            pts.sort_unstable();
+            let times = pts.iter().map(|p| p.0).collect();
+            let mut prefix = Vec::with_capacity(pts.len() + 1);
+            let mut acc = 0u64;
+            prefix.push(0);
+            for p in &pts {
+                acc += p.1;
+                prefix.push(acc);
+            }
+            (labels, times, prefix)
+        })
+        .collect();
+    Ok(Prepared::Range {
+        func,
+        range_ns,
+        series,
+    })
+}
+
 /// Evaluated value at one step: a number or a vector.
 enum StepValue {
     Scalar(f64),
@@ -551,6 +568,8 @@ fn eval_at(p: &Prepared, t: i64) -> Result<Vec<(Labels, f64)>> {
     })
 }
 
+/// One step of a prepared expression. Binary chains recurse through here once per operator,
+/// so the leaves and the combining are separate functions and this frame stays small.
 fn eval_step(p: &Prepared, t: i64) -> Result<StepValue> {
     Ok(match p {
         Prepared::Number(v) => StepValue::Scalar(*v),
@@ -559,68 +578,81 @@ fn eval_step(p: &Prepared, t: i64) -> Result<StepValue> {
             func,
             range_ns,
             series,
-        } => {
-            let lo = t.saturating_sub(*range_ns);
-            let secs = *range_ns as f64 / 1e9;
-            let mut out = Vec::new();
-            for (labels, times, prefix) in series {
-                // Window (t - range, t].
-                let a = times.partition_point(|&x| x <= lo);
-                let b = times.partition_point(|&x| x <= t);
-                if b <= a {
-                    continue;
-                }
-                let count = (b - a) as f64;
-                let bytes = (prefix[b] - prefix[a]) as f64;
-                let v = match func {
-                    RangeFunc::CountOverTime => count,
-                    RangeFunc::Rate => count / secs,
-                    RangeFunc::BytesOverTime => bytes,
-                    RangeFunc::BytesRate => bytes / secs,
-                };
-                out.push((labels.clone(), v));
-            }
-            StepValue::Vector(out)
-        }
+        } => StepValue::Vector(range_step(*func, *range_ns, series, t)),
         Prepared::Agg {
             op,
             param,
             grouping,
             inner,
-        } => StepValue::Vector(aggregate(
-            *op,
-            *param,
-            grouping.as_ref(),
-            eval_at(inner, t)?,
-        )),
+        } => {
+            let input = eval_at(inner, t)?;
+            StepValue::Vector(aggregate(*op, *param, grouping.as_ref(), input))
+        }
         Prepared::Binary { op, lhs, rhs } => {
-            let f = |a: f64, b: f64| match op {
-                BinOp::Add => a + b,
-                BinOp::Sub => a - b,
-                BinOp::Mul => a * b,
-                BinOp::Div => a / b,
-            };
-            match (eval_step(lhs, t)?, eval_step(rhs, t)?) {
-                (StepValue::Scalar(a), StepValue::Scalar(b)) => StepValue::Scalar(f(a, b)),
-                (StepValue::Vector(v), StepValue::Scalar(b)) => {
-                    StepValue::Vector(v.into_iter().map(|(l, a)| (l, f(a, b))).collect())
-                }
-                (StepValue::Scalar(a), StepValue::Vector(v)) => {
-                    StepValue::Vector(v.into_iter().map(|(l, b)| (l, f(a, b))).collect())
-                }
-                (StepValue::Vector(l), StepValue::Vector(r)) => {
-                    let right: BTreeMap<&Labels, f64> = r.iter().map(|(l, v)| (l, *v)).collect();
-                    StepValue::Vector(
-                        l.iter()
-                            .filter_map(|(labels, a)| {
-                                right.get(labels).map(|b| (labels.clone(), f(*a, *b)))
-                            })
-                            .collect(),
-                    )
-                }
-            }
+            let l = eval_step(lhs, t)?;
+            let r = eval_step(rhs, t)?;
+            combine(*op, l, r)
         }
     })
+}
+
+#[inline(never)]
+fn range_step(
+    func: RangeFunc,
+    range_ns: i64,
+    series: &[(Labels, Vec<i64>, Vec<u64>)],
+    t: i64,
+) -> Vec<(Labels, f64)> {
+    let lo = t.saturating_sub(range_ns);
+    let secs = range_ns as f64 / 1e9;
+    let mut out = Vec::new();
+    for (labels, times, prefix) in series {
+        // Window (t - range, t].
+        let a = times.partition_point(|&x| x <= lo);
+        let b = times.partition_point(|&x| x <= t);
+        if b <= a {
+            continue;
+        }
+        let count = (b - a) as f64;
+        let bytes = (prefix[b] - prefix[a]) as f64;
+        let v = match func {
+            RangeFunc::CountOverTime => count,
+            RangeFunc::Rate => count / secs,
+            RangeFunc::BytesOverTime => bytes,
+            RangeFunc::BytesRate => bytes / secs,
+        };
+        out.push((labels.clone(), v));
+    }
+    out
+}
+
+#[inline(never)]
+fn combine(op: BinOp, lhs: StepValue, rhs: StepValue) -> StepValue {
+    let f = |a: f64, b: f64| match op {
+        BinOp::Add => a + b,
+        BinOp::Sub => a - b,
+        BinOp::Mul => a * b,
+        BinOp::Div => a / b,
+    };
+    match (lhs, rhs) {
+        (StepValue::Scalar(a), StepValue::Scalar(b)) => StepValue::Scalar(f(a, b)),
+        (StepValue::Vector(v), StepValue::Scalar(b)) => {
+            StepValue::Vector(v.into_iter().map(|(l, a)| (l, f(a, b))).collect())
+        }
+        (StepValue::Scalar(a), StepValue::Vector(v)) => {
+            StepValue::Vector(v.into_iter().map(|(l, b)| (l, f(a, b))).collect())
+        }
+        (StepValue::Vector(l), StepValue::Vector(r)) => {
+            let right: BTreeMap<&Labels, f64> = r.iter().map(|(l, v)| (l, *v)).collect();
+            StepValue::Vector(
+                l.iter()
+                    .filter_map(|(labels, a)| {
+                        right.get(labels).map(|b| (labels.clone(), f(*a, *b)))
+                    })
+                    .collect(),
+            )
+        }
+    }
 }
 
 fn group_key(labels: &Labels, grouping: Option<&Grouping>) -> Labels {
