@@ -438,6 +438,7 @@ pub fn execute(store: &Store, plan: &Plan) -> Result<Table> {
         predicates: plan.predicates.clone(),
         projection: Some(projection.clone()),
         rollups: plan.rollup_exact(),
+        deadline: sightline_storage::Deadline::none(),
         rollup_durations: plan
             .aggregates
             .iter()

@@ -139,8 +139,13 @@ pub struct MemSnapshot {
 }
 
 impl MemSnapshot {
-    /// Rows of the snapshot whose body matches `query`, indexing not-yet-indexed rows first.
-    pub fn search_text(&self, query: &str) -> Result<roaring::RoaringBitmap> {
+    /// Rows of the snapshot whose body matches `query`, indexing not-yet-indexed rows first
+    /// (one batch at a time, checking `deadline` before each; what was indexed stays indexed).
+    pub fn search_text(
+        &self,
+        query: &str,
+        deadline: &crate::Deadline,
+    ) -> Result<roaring::RoaringBitmap> {
         let mut guard = self.text.lock();
         if guard.is_none() {
             *guard = Some(RamTextIndex::new()?);
@@ -154,6 +159,7 @@ impl MemSnapshot {
             if end <= indexed {
                 continue;
             }
+            deadline.check()?;
             let bodies = crate::columnar::decode_column::<arrow_array::StringArray>(
                 &mb.batch,
                 crate::schema::col::BODY,

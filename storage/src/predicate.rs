@@ -16,6 +16,7 @@ use arrow_array::{
 use regex::Regex;
 
 use crate::columnar::AttrReader;
+use crate::deadline::Deadline;
 use crate::error::{Result, StorageError};
 use crate::model::{SpanKind, StatusCode};
 use crate::schema::{self, col};
@@ -137,6 +138,9 @@ pub struct ScanRequest {
     /// With `rollups`: also return each rollup row's sorted span durations (column
     /// [`crate::rollup::DURATIONS`]), for exact latency quantiles.
     pub rollup_durations: bool,
+    /// When the scan must stop: it checks between segments, row groups, decoded batches and
+    /// memtable batches and fails with [`StorageError::DeadlineExceeded`] once this expires.
+    pub deadline: Deadline,
 }
 
 impl ScanRequest {
@@ -150,7 +154,14 @@ impl ScanRequest {
             projection: None,
             rollups: false,
             rollup_durations: false,
+            deadline: Deadline::none(),
         }
+    }
+
+    /// Sets the deadline.
+    pub fn until(mut self, deadline: Deadline) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// Adds a predicate.

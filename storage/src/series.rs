@@ -3,9 +3,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::deadline::Deadline;
+use crate::error::Result;
 use crate::model::{METRIC_NAME_LABEL, SeriesDef};
 use crate::predicate::{MatchOp, Matcher};
 use crate::types::SeriesId;
+
+/// Series examined between two checks of a [`Deadline`] while matching.
+pub const DEADLINE_STRIDE: usize = 1024;
 
 /// The runs of equal series ids in `ids`, as index ranges in order. Segments hold samples
 /// sorted by series, so readers do per-series work once per run instead of once per sample
@@ -79,6 +84,19 @@ impl SeriesCatalog {
 
     /// Series satisfying every matcher (all series when there are none).
     pub fn select(&self, matchers: &[&Matcher]) -> Vec<Arc<SeriesDef>> {
+        // A deadline that never expires cannot fail the selection.
+        self.select_until(matchers, &Deadline::none())
+            .unwrap_or_default()
+    }
+
+    /// [`SeriesCatalog::select`] that checks `deadline` every [`DEADLINE_STRIDE`] series
+    /// examined and fails with [`crate::StorageError::DeadlineExceeded`] once it expires.
+    pub fn select_until(
+        &self,
+        matchers: &[&Matcher],
+        deadline: &Deadline,
+    ) -> Result<Vec<Arc<SeriesDef>>> {
+        deadline.check()?;
         // Start from the smallest candidate set an equality matcher gives.
         let mut best: Option<&Vec<SeriesId>> = None;
         let empty = Vec::new();
@@ -95,15 +113,29 @@ impl SeriesCatalog {
             }
         }
         let check = |d: &SeriesDef| matchers.iter().all(|m| m.matches(d.label(&m.key)));
+        let mut out = Vec::new();
+        let mut keep = |i: usize, d: &Arc<SeriesDef>| -> Result<()> {
+            if i % DEADLINE_STRIDE == DEADLINE_STRIDE - 1 {
+                deadline.check()?;
+            }
+            if check(d) {
+                out.push(d.clone());
+            }
+            Ok(())
+        };
         match best {
-            Some(ids) => ids
-                .iter()
-                .filter_map(|id| self.by_id.get(id))
-                .filter(|d| check(d))
-                .cloned()
-                .collect(),
-            None => self.by_id.values().filter(|d| check(d)).cloned().collect(),
+            Some(ids) => {
+                for (i, d) in ids.iter().filter_map(|id| self.by_id.get(id)).enumerate() {
+                    keep(i, d)?;
+                }
+            }
+            None => {
+                for (i, d) in self.by_id.values().enumerate() {
+                    keep(i, d)?;
+                }
+            }
         }
+        Ok(out)
     }
 
     /// Label names in use (including `__name__`), sorted.
@@ -156,5 +188,26 @@ mod tests {
         let missing = Matcher::eq("zone", "");
         assert_eq!(c.select(&[&missing]).len(), 3);
         assert_eq!(c.label_values("model"), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn select_until_stops_at_the_deadline() {
+        let mut c = SeriesCatalog::default();
+        for i in 0..3 * DEADLINE_STRIDE {
+            c.insert(Arc::new(SeriesDef::new(
+                "tokens",
+                MetricKind::Counter,
+                vec![("i".into(), i.to_string())],
+            )));
+        }
+        let re = Matcher::new("i", MatchOp::Regex, "1.*").expect("ok");
+        let all = c.select_until(&[&re], &Deadline::none()).expect("select");
+        assert_eq!(all.len(), c.select(&[&re]).len());
+        assert!(all.len() > 100);
+        let past = Deadline::at(std::time::Instant::now() - std::time::Duration::from_millis(1));
+        assert!(matches!(
+            c.select_until(&[&re], &past),
+            Err(crate::StorageError::DeadlineExceeded)
+        ));
     }
 }

@@ -13,6 +13,8 @@ use sightline_storage::{
     TenantId, TimeRange, TraceId, UnixNanos,
 };
 
+#[path = "store/deadline.rs"]
+mod deadline;
 #[path = "store/disk_full.rs"]
 mod disk_full;
 

@@ -323,6 +323,7 @@ impl Segment {
             return Ok(None);
         }
         let req = c.req;
+        req.deadline.check()?;
         if !req
             .time
             .overlaps_closed(self.meta.min_time, self.meta.max_time)
@@ -390,6 +391,7 @@ impl Segment {
     ) -> Result<Option<SegmentPlan>> {
         stats.segments_total += 1;
         let req = c.req;
+        req.deadline.check()?;
         if !req
             .time
             .overlaps_closed(self.meta.min_time, self.meta.max_time)
@@ -461,6 +463,7 @@ impl Segment {
         let mut start = 0u64;
         stats.row_groups_total += md.num_row_groups();
         for (i, rg) in md.row_groups().iter().enumerate() {
+            req.deadline.check()?;
             let rows = rg.num_rows().max(0) as u64;
             let rg_range = start..start + rows;
             start += rows;
@@ -579,6 +582,7 @@ impl Segment {
             return Ok(Vec::new());
         }
         let req = c.req;
+        req.deadline.check()?;
         let traces = c.trace_ids();
         let path = self.data_path();
         let file = std::fs::File::open(&path).at(&path)?;
@@ -633,6 +637,7 @@ impl Segment {
         let reader = builder.build()?;
         let mut out = Vec::new();
         for batch in reader {
+            req.deadline.check()?;
             let batch = batch.map_err(|e| StorageError::corruption(&path, e.to_string()))?;
             stats.rows_decoded += batch.num_rows() as u64;
             if let Some(b) = c.filter(&batch, None, !matchers_exact)? {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 
 use super::Inner;
+use crate::deadline::Deadline;
 use crate::error::{Result, StorageError};
 use crate::memtable::MemSnapshot;
 use crate::predicate::{Predicate, ScanRequest};
@@ -36,6 +37,7 @@ impl ScanResult {
 }
 
 pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
+    req.deadline.check()?;
     let key = (req.tenant.clone(), req.signal);
     let (segments, mems, series_filter): (Vec<Arc<Segment>>, Vec<MemSnapshot>, _) = {
         let state = inner.state.lock();
@@ -62,11 +64,14 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             if matchers.is_empty() {
                 None
             } else {
-                let ids: FxHashSet<u64> = state
-                    .catalogs
-                    .get(&req.tenant)
-                    .map(|c| c.select(&matchers).iter().map(|d| d.id.0).collect())
-                    .unwrap_or_default();
+                let ids: FxHashSet<u64> = match state.catalogs.get(&req.tenant) {
+                    Some(c) => c
+                        .select_until(&matchers, &req.deadline)?
+                        .iter()
+                        .map(|d| d.id.0)
+                        .collect(),
+                    None => FxHashSet::default(),
+                };
                 Some(Arc::new(ids))
             }
         } else {
@@ -126,13 +131,14 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
         })
         .collect();
     for snap in &mems {
+        req.deadline.check()?;
         let mut mem_rows = Vec::new();
         let text_rows = if full_text.is_empty() {
             None
         } else {
             let mut acc: Option<roaring::RoaringBitmap> = None;
             for q in &full_text {
-                let rows = snap.search_text(q)?;
+                let rows = snap.search_text(q, &req.deadline)?;
                 acc = Some(match acc {
                     Some(a) => a & rows,
                     None => rows,
@@ -144,6 +150,7 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             if !req.time.overlaps_closed(mb.min_time, mb.max_time) {
                 continue;
             }
+            req.deadline.check()?;
             result.stats.memtable_batches += 1;
             result.stats.memtable_rows += mb.batch.num_rows() as u64;
             let t = text_rows.as_ref().map(|r| (r, mb.first_row));
@@ -169,7 +176,7 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
         }
     }
     if req.signal == Signal::Samples {
-        let merged = dedupe_samples(sources)?;
+        let merged = dedupe_samples(sources, &req.deadline)?;
         result.batches = merged
             .iter()
             .map(|b| compiled.project(b))
@@ -205,6 +212,8 @@ fn read_segments(
     let mut plans: Vec<Option<SegmentPlan>> = Vec::with_capacity(segments.len());
     for seg in segments {
         let mut stats = ScanStats::default();
+        // An expired deadline fails every segment here at once (scan_rollup and prepare
+        // check it first), so no part is read.
         let answer = match seg.scan_rollup(compiled, &mut stats) {
             Ok(Some(rows)) => Ok((SegmentRows::Rollup(rows), None)),
             Ok(None) => seg
@@ -265,6 +274,8 @@ fn read_segments(
                         loop {
                             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let Some(part) = parts.get(i) else { break };
+                            // Each part checks the deadline before and while it reads, so
+                            // every thread stops soon after it expires.
                             mine.push((i, read(part)));
                         }
                         mine
@@ -314,12 +325,13 @@ struct Source {
 /// merged and sorted by series and time, keeping the value read last (memtables after segments,
 /// newer segments after older); a source that overlaps no other and is already clean passes
 /// through untouched, so scans of flushed, compacted data pay no sort.
-fn dedupe_samples(mut sources: Vec<Source>) -> Result<Vec<RecordBatch>> {
+fn dedupe_samples(mut sources: Vec<Source>, deadline: &Deadline) -> Result<Vec<RecordBatch>> {
     // Stable sort keeps the read order (which decides the winner) among equal starts.
     sources.sort_by_key(|s| s.min);
     let mut out = Vec::new();
     let mut i = 0;
     while i < sources.len() {
+        deadline.check()?;
         let mut j = i + 1;
         let mut max = sources[i].max;
         while j < sources.len() && sources[j].min <= max {
