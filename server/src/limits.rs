@@ -6,6 +6,8 @@
 //! | `max_body_bytes` (wire, maybe compressed) | 16 MiB | 413 / gRPC `RESOURCE_EXHAUSTED` |
 //! | `max_decompressed_bytes` | 64 MiB | 413 (stream-decompressed, stops at the cap) |
 //! | `max_items_per_request` (spans, logs or data points) | 100,000 | 413 |
+//! | `max_decoded_bytes` (estimated memory of one decoded request, counted before decoding) | 256 MiB | 413 / `RESOURCE_EXHAUSTED` |
+//! | `max_inflight_decoded_bytes` (decompressed and decoded requests held at once, all transports) | 1 GiB | 429 / `RESOURCE_EXHAUSTED` + retry |
 //! | `max_attributes_per_item` (resource, scope, span, event, link, log, point) | 1,024 | item rejected |
 //! | `max_attribute_value_bytes` (each string / bytes value, nested ones too) | 256 KiB | item rejected |
 //! | `max_attribute_depth` (nesting of arrays / maps) | 16 | item rejected |
@@ -38,6 +40,12 @@ pub struct Limits {
     pub max_decompressed_bytes: usize,
     /// Most spans, log records or metric data points in one request.
     pub max_items_per_request: usize,
+    /// Largest estimated size of one decoded request (the pre-scan's estimate, an upper
+    /// bound of the heap its decoded messages take), in bytes.
+    pub max_decoded_bytes: usize,
+    /// Most bytes of decompressed bodies and decoded requests held at once, across
+    /// concurrent requests (each reserves its share before decoding).
+    pub max_inflight_decoded_bytes: usize,
     /// Most attributes on one resource, scope, span, event, link, log record or data point.
     pub max_attributes_per_item: usize,
     /// Longest string or bytes attribute value (and log body), in bytes.
@@ -82,6 +90,8 @@ impl Default for Limits {
             max_body_bytes: 16 << 20,
             max_decompressed_bytes: 64 << 20,
             max_items_per_request: 100_000,
+            max_decoded_bytes: 256 << 20,
+            max_inflight_decoded_bytes: 1 << 30,
             max_attributes_per_item: 1024,
             max_attribute_value_bytes: 256 << 10,
             max_attribute_depth: 16,
@@ -111,6 +121,7 @@ impl Limits {
             ("max_body_bytes", self.max_body_bytes),
             ("max_decompressed_bytes", self.max_decompressed_bytes),
             ("max_items_per_request", self.max_items_per_request),
+            ("max_decoded_bytes", self.max_decoded_bytes),
             ("max_attributes_per_item", self.max_attributes_per_item),
             ("max_attribute_value_bytes", self.max_attribute_value_bytes),
             ("max_attribute_depth", self.max_attribute_depth),
@@ -160,6 +171,15 @@ impl Limits {
         if self.max_decompressed_bytes < self.max_body_bytes {
             return Err(crate::ConfigError::Invalid(
                 "limits.max_decompressed_bytes must be at least limits.max_body_bytes".into(),
+            ));
+        }
+        if self.max_inflight_decoded_bytes
+            < self
+                .max_decoded_bytes
+                .saturating_add(self.max_decompressed_bytes)
+        {
+            return Err(crate::ConfigError::Invalid(
+                "limits.max_inflight_decoded_bytes must be at least limits.max_decoded_bytes + limits.max_decompressed_bytes (one largest request)".into(),
             ));
         }
         Ok(())
