@@ -1,8 +1,10 @@
-//! Small filesystem helpers with the durability steps spelled out.
+//! Small filesystem helpers with the durability steps spelled out, and the one place that
+//! decides who may read what the store writes: every file it creates is [`FILE_MODE`] (owner
+//! only) and every directory [`DIR_MODE`], whatever the process umask allows.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use crate::error::{IoContext, Result};
@@ -10,15 +12,57 @@ use crate::error::{IoContext, Result};
 /// Permission bits of every file the store creates: readable and writable by its owner only.
 pub const FILE_MODE: u32 = 0o600;
 
+/// Permission bits of every directory the store creates: usable by its owner only.
+pub const DIR_MODE: u32 = 0o700;
+
+/// Opens `path` for writing with `options` (creating it [`FILE_MODE`]); a file that already
+/// existed is brought down to [`FILE_MODE`] too.
+fn open_private(path: &Path, options: &mut OpenOptions) -> Result<File> {
+    let file = options.write(true).mode(FILE_MODE).open(path).at(path)?;
+    file.set_permissions(Permissions::from_mode(FILE_MODE))
+        .at(path)?;
+    Ok(file)
+}
+
 /// Creates (or truncates) `path` for writing, owner-only ([`FILE_MODE`]).
 pub fn create_private_file(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(FILE_MODE)
-        .open(path)
-        .at(path)
+    open_private(path, OpenOptions::new().create(true).truncate(true))
+}
+
+/// Opens `path` for writing without truncating it, creating it owner-only if missing (the
+/// directory lock).
+pub fn open_private_file(path: &Path) -> Result<File> {
+    open_private(path, OpenOptions::new().create(true).truncate(false))
+}
+
+/// Writes `bytes` to a new (or truncated) owner-only file; not synced.
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    create_private_file(path)?.write_all(bytes).at(path)
+}
+
+/// Creates `dir` and any missing parents, each one [`DIR_MODE`]; existing ones are left as
+/// they are.
+pub fn create_private_dir_all(dir: &Path) -> Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .at(dir)
+}
+
+/// Brings every file below `dir` down to [`FILE_MODE`] and every directory, `dir` included, to
+/// [`DIR_MODE`]: for trees that a library wrote with modes of its own choosing (tantivy).
+pub fn restrict_tree(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let path = entry.path();
+        if entry.file_type().at(&path)?.is_dir() {
+            restrict_tree(&path)?;
+        } else {
+            fs::set_permissions(&path, Permissions::from_mode(FILE_MODE)).at(&path)?;
+        }
+    }
+    fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)).at(dir)
 }
 
 /// fsyncs a directory so that entries created, renamed or removed in it are durable.
@@ -31,12 +75,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 pub fn rewrite_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
     {
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&tmp)
-            .at(&tmp)?;
+        let mut f = create_private_file(&tmp)?;
         f.write_all(bytes).at(&tmp)?;
         f.sync_all().at(&tmp)?;
     }

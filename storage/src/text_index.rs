@@ -18,7 +18,7 @@ use tantivy::query::QueryParser;
 use tantivy::schema::{FAST, Field, STRING, Schema, TEXT};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 
-use crate::error::{IoContext, Result, StorageError};
+use crate::error::{Result, StorageError};
 pub use bounds::{MAX_QUERY_BYTES, MAX_QUERY_CLAUSES, MAX_QUERY_DEPTH, MAX_QUERY_RAW_DEPTH};
 
 /// Memory arena for the single indexing thread (tantivy's minimum is 15 MB).
@@ -79,7 +79,9 @@ fn add_docs<'a>(
 impl TextIndex {
     /// Builds an index of `bodies` (row `i` is the `i`-th body) in directory `dir`.
     pub fn build<'a>(dir: &Path, bodies: impl Iterator<Item = &'a str>) -> Result<()> {
-        std::fs::create_dir_all(dir).at(dir)?;
+        // Tantivy picks its files' modes itself: they are written inside an owner-only
+        // directory, then brought down to owner-only once the index is complete.
+        crate::fsutil::create_private_dir_all(dir)?;
         let (schema, fields) = schema();
         let index = Index::create_in_dir(dir, schema)?;
         let mut writer: IndexWriter<TantivyDocument> =
@@ -87,7 +89,7 @@ impl TextIndex {
         add_docs(&mut writer, &fields, 0, bodies)?;
         writer.commit()?;
         writer.wait_merging_threads()?;
-        Ok(())
+        crate::fsutil::restrict_tree(dir)
     }
 
     /// Opens an index built by [`TextIndex::build`], verifying tantivy's own file checksums.

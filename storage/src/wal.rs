@@ -206,7 +206,7 @@ impl Wal {
         io: Arc<dyn WalIo>,
         mut apply: impl FnMut(Lsn, &[u8]) -> Result<()>,
     ) -> Result<(Self, WalReplayReport, Lsn)> {
-        fs::create_dir_all(dir).at(dir)?;
+        fsutil::create_private_dir_all(dir)?;
         let mut report = WalReplayReport::default();
         let files = list_files(dir)?;
         let mut last = checkpoint;
@@ -260,7 +260,7 @@ impl Wal {
             }
         }
         if let Some(from) = damaged_at {
-            fs::create_dir_all(quarantine_dir).at(quarantine_dir)?;
+            fsutil::create_private_dir_all(quarantine_dir)?;
             for (_, path) in &files[from..] {
                 let name = path.file_name().map(|n| n.to_owned()).unwrap_or_default();
                 let target = quarantine_dir.join(format!("wal-{}", name.to_string_lossy()));

@@ -17,6 +17,8 @@ use sightline_storage::{
 mod deadline;
 #[path = "store/disk_full.rs"]
 mod disk_full;
+#[path = "store/file_modes.rs"]
+mod file_modes;
 
 const HOUR: i64 = 3_600_000_000_000;
 const T0: i64 = 1_795_960_800_000_000_000; // 2026-11-29T14:00Z

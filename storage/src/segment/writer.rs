@@ -194,7 +194,7 @@ fn unprunable_leaves(signal: Signal) -> Result<Vec<ColumnPath>> {
 }
 
 fn write_parquet(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<()> {
-    let file = fs::File::create(path).at(path)?;
+    let file = fsutil::create_private_file(path)?;
     let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
     w.write(batch)?;
     w.close()?;
@@ -372,7 +372,7 @@ pub(crate) fn write_segment(
         // Left over from a crash before the manifest named it.
         fs::remove_dir_all(&dir).at(&dir)?;
     }
-    fs::create_dir_all(&dir).at(&dir)?;
+    fsutil::create_private_dir_all(&dir)?;
 
     let props = writer_properties(signal, sorted.num_rows(), opts)?;
     write_parquet(&dir.join(DATA_FILE), &sorted, props)?;
@@ -391,7 +391,7 @@ pub(crate) fn write_segment(
         }
     };
     let postings = postings.finish();
-    fs::write(dir.join(POSTINGS_FILE), postings.encode()).at(dir.join(POSTINGS_FILE))?;
+    fsutil::write_private_file(&dir.join(POSTINGS_FILE), &postings.encode())?;
 
     if signal == Signal::Spans
         && let Some(rollup) = crate::rollup::build(&sorted)?
@@ -433,7 +433,7 @@ pub(crate) fn write_segment(
     meta.files = files;
     let meta_json = serde_json::to_vec_pretty(&meta)
         .map_err(|e| StorageError::InvalidInput(format!("segment meta: {e}")))?;
-    fs::write(dir.join(META_FILE), meta_json).at(dir.join(META_FILE))?;
+    fsutil::write_private_file(&dir.join(META_FILE), &meta_json)?;
     fsutil::sync_tree(&dir)?;
     if let Some(parent) = dir.parent() {
         fsutil::sync_dir(parent)?;

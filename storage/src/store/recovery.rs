@@ -2,7 +2,7 @@
 //! leftovers, WAL replay.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,7 +64,7 @@ pub(crate) fn quarantine_segment(root: &Path, meta: &SegmentMeta) -> Result<Opti
         return Ok(None);
     }
     let qdir = root.join(QUARANTINE_DIR);
-    fs::create_dir_all(&qdir).at(&qdir)?;
+    fsutil::create_private_dir_all(&qdir)?;
     let dst = qdir.join(format!(
         "{}-{}-{}-{}",
         meta.tenant,
@@ -128,14 +128,9 @@ fn remove_leftovers(root: &Path, live: &HashSet<PathBuf>) -> Result<Vec<PathBuf>
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
 
 pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenReport)> {
-    fs::create_dir_all(root).at(root)?;
+    fsutil::create_private_dir_all(root)?;
     let lock_path = root.join(LOCK_FILE);
-    let lock_file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .at(&lock_path)?;
+    let lock_file = fsutil::open_private_file(&lock_path)?;
     // A lock that is busy for a moment is waited out: `flock` locks belong to the open file,
     // so a child process forked by another thread of this process (before its exec closes the
     // inherited descriptor) can hold a just-released lock for a few milliseconds. A store that
