@@ -9,9 +9,6 @@
 //! off the schedule until its definition is replaced or it is run explicitly, so one bad
 //! definition cannot crash every restart.
 
-use std::fs::{DirBuilder, OpenOptions};
-use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -19,10 +16,10 @@ use sightline_storage::fsutil;
 
 use super::DetectorError;
 
-/// Permission bits of every detector file: the server's user only.
-pub const FILE_MODE: u32 = 0o600;
-/// Permission bits of the detector directories.
-pub const DIR_MODE: u32 = 0o700;
+/// Permission bits of every detector file: the server's user only (the store's).
+pub const FILE_MODE: u32 = fsutil::FILE_MODE;
+/// Permission bits of the detector directories (the store's).
+pub const DIR_MODE: u32 = fsutil::DIR_MODE;
 /// The run-in-progress marker in a detector's directory.
 pub const RUN_MARKER: &str = "run.inprogress";
 
@@ -30,44 +27,34 @@ pub(super) fn io(path: &Path) -> impl Fn(std::io::Error) -> DetectorError + '_ {
     move |e| DetectorError::Io(format!("{}: {e}", path.display()))
 }
 
-/// `dir` and its missing parents, owner-only.
+fn storage(e: sightline_storage::StorageError) -> DetectorError {
+    DetectorError::Io(e.to_string())
+}
+
+/// `dir` and its missing parents, owner-only ([`DIR_MODE`]).
 pub fn create_dir(dir: &Path) -> Result<(), DetectorError> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(dir)
-        .map_err(io(dir))
+    fsutil::create_private_dir_all(dir).map_err(storage)
+}
+
+/// Bring every file below `dir` down to [`FILE_MODE`] and every directory to [`DIR_MODE`]
+/// (model files are written by the detect crate, and older versions used the default modes).
+pub fn restrict(dir: &Path) -> Result<(), DetectorError> {
+    fsutil::restrict_tree(dir).map_err(storage)
 }
 
 /// fsync `dir`, so that entries created, renamed or removed in it are durable.
 fn sync_dir(dir: &Path) -> Result<(), DetectorError> {
-    fsutil::sync_dir(dir).map_err(|e| DetectorError::Io(e.to_string()))
+    fsutil::sync_dir(dir).map_err(storage)
 }
 
-/// Replace `path` with `bytes` atomically and durably (temporary file, fsync, rename, fsync of
-/// the directory), mode [`FILE_MODE`]: a crash leaves the old or the new content.
+/// Replace `path` with `bytes` atomically and durably (the store's `rewrite_file`: temporary
+/// file of mode [`FILE_MODE`], fsync, rename, fsync of the directory): a crash leaves the old
+/// or the new content.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), DetectorError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    create_dir(dir)?;
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    let tmp = dir.join(name);
-    {
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(FILE_MODE)
-            .open(&tmp)
-            .map_err(io(&tmp))?;
-        // a temporary file left by an older version may have other bits
-        f.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
-            .map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
+    if let Some(dir) = path.parent() {
+        create_dir(dir)?;
     }
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    sync_dir(dir)
+    fsutil::rewrite_file(path, bytes).map_err(storage)
 }
 
 /// Write `value` as pretty JSON to `path` with [`write_private`].
@@ -153,6 +140,7 @@ pub fn clear_marker(dir: &Path) -> Result<(), DetectorError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p)
@@ -166,7 +154,7 @@ mod tests {
         let path = dir.path().join("t/a/state.json");
         // a stale temporary file with loose bits does not leak them
         create_dir(&dir.path().join("t/a")).unwrap_or_else(|e| panic!("{e}"));
-        let tmp = dir.path().join("t/a/state.json.tmp");
+        let tmp = dir.path().join("t/a/state.tmp");
         std::fs::write(&tmp, b"old").unwrap_or_else(|e| panic!("{e}"));
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))
             .unwrap_or_else(|e| panic!("{e}"));
@@ -177,6 +165,16 @@ mod tests {
         assert_eq!(mode(&path), FILE_MODE);
         assert_eq!(mode(&dir.path().join("t/a")), DIR_MODE);
         assert!(!tmp.exists());
+        // what another writer left with its own modes is brought down
+        let model = dir.path().join("t/a/models/k/model.json");
+        std::fs::create_dir_all(model.parent().unwrap_or(dir.path()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&model, b"{}").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&model, std::fs::Permissions::from_mode(0o644))
+            .unwrap_or_else(|e| panic!("{e}"));
+        restrict(&dir.path().join("t")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(mode(&model), FILE_MODE);
+        assert_eq!(mode(&dir.path().join("t/a/models")), DIR_MODE);
         let missing: Option<serde_json::Value> =
             read_json(&dir.path().join("nope.json")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(missing, None);

@@ -20,7 +20,6 @@
 //! brings the process down cannot do so again at every restart.
 
 use std::collections::HashMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -144,10 +143,8 @@ impl Registry {
     pub fn open(data_dir: &Path, limits: DetectorLimits) -> Result<Self, DetectorError> {
         let root = data_dir.join("detectors");
         files::create_dir(&root)?;
-        // owner-only even when an older version created it: the model files below it are
-        // written by the detect crate with the default mode
-        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(files::DIR_MODE))
-            .map_err(io(&root))?;
+        // owner-only, whatever an older version or the detect crate (model files) left
+        files::restrict(&root)?;
         let mut table = HashMap::new();
         for t in std::fs::read_dir(&root).map_err(io(&root))? {
             let t = t.map_err(io(&root))?;
