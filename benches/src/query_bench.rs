@@ -13,7 +13,7 @@ use sightline_query::logs::search::{Direction, LogFilter, SearchRequest, search}
 use sightline_query::plan::{
     AggFunc, Aggregate, Cell, GroupBy, OrderBy, OrderKey, Plan, Table, execute,
 };
-use sightline_query::promql::{QueryResult, StoreSource, range_query};
+use sightline_query::promql::{Budget, QueryResult, StoreSource, range_query};
 use sightline_storage::{
     FsyncPolicy, MatchOp, Matcher, MetricBatch, Predicate, Signal, Store, StoreConfig, TenantId,
     TimeRange, TraceId, UnixNanos,
@@ -312,7 +312,8 @@ pub fn ask(store: &Store, p: &Params, q: &str, iteration: usize) -> Result<(u64,
         "q7" => {
             let src = StoreSource::new(store, t);
             let q = format!("sum by (model) (rate({}[5m]))", p.q7.3);
-            let r = range_query(&src, &q, p.q7.0, p.q7.1, p.q7.2 * 1000).map_err(e)?;
+            let r = range_query(&src, &q, p.q7.0, p.q7.1, p.q7.2 * 1000, &Budget::default())
+                .map_err(e)?;
             let QueryResult::Matrix(m) = r else {
                 return Err("q7 did not return a matrix".into());
             };

@@ -26,7 +26,7 @@ pub const MAX_OPERATORS: usize = 512;
 
 /// The thread stack on which `query/tests/integration/bounds.rs` runs every parser, evaluator
 /// and `prettify` on the largest inputs these limits admit. In the test build (opt-level 1)
-/// the deepest of them needs about 288 KiB, so this leaves room to spare; release builds need
+/// the deepest of them needs about 352 KiB, so this leaves room to spare; release builds need
 /// less. Threads that run queries must have at least this much (Rust's spawned threads and
 /// tokio's blocking pool get 2 MiB).
 pub const SAFE_STACK_BYTES: usize = 512 * 1024;

@@ -6,17 +6,25 @@
 //! include both ends, `rate` extrapolation as in promql/functions.go). Constructs not
 //! implemented (subqueries, native histograms, `holt_winters`, ...) are refused with an error
 //! that names them.
+//!
+//! Every evaluation runs under a [`Budget`]: a deadline checked cooperatively (per node, per
+//! series, per step of range functions, per selector fetch and inside storage scans) and a
+//! limit on the samples held at once, past which it fails with
+//! [`QueryError::TooManySamples`].
 
 mod aggregate;
 mod binary;
+pub mod budget;
 pub mod eval;
 mod functions;
 pub mod source;
 pub mod value;
 
+pub use budget::{Budget, DEFAULT_MAX_SAMPLES};
 pub use source::{MemorySource, SampleSource, StoreSource};
 pub use value::{QueryResult, ResultSeries};
 
+use budget::Held;
 use eval::{Evaluator, LOOKBACK_MS, MAX_STEPS};
 use value::{Grid, Value};
 
@@ -30,8 +38,14 @@ pub fn parse(query: &str) -> Result<promql_parser::parser::Expr> {
     promql_parser::parser::parse(query).map_err(QueryError::Parse)
 }
 
-/// Evaluates `query` at `time_ms`.
-pub fn instant_query(source: &dyn SampleSource, query: &str, time_ms: i64) -> Result<QueryResult> {
+/// Evaluates `query` at `time_ms` within `budget` ([`QueryError::Timeout`] once its deadline
+/// passes, [`QueryError::TooManySamples`] past its sample limit).
+pub fn instant_query(
+    source: &dyn SampleSource,
+    query: &str,
+    time_ms: i64,
+    budget: &Budget,
+) -> Result<QueryResult> {
     let expr = parse(query)?;
     let grid = Grid {
         start: time_ms,
@@ -44,6 +58,8 @@ pub fn instant_query(source: &dyn SampleSource, query: &str, time_ms: i64) -> Re
         lookback_ms: LOOKBACK_MS,
         query_start: time_ms,
         query_end: time_ms,
+        budget,
+        held: Held::new(budget.max_samples),
     };
     Ok(match ev.eval(&expr)? {
         Value::Scalar(v) => {
@@ -71,13 +87,16 @@ pub fn instant_query(source: &dyn SampleSource, query: &str, time_ms: i64) -> Re
     })
 }
 
-/// Evaluates `query` at every step from `start_ms` to `end_ms`.
+/// Evaluates `query` at every step from `start_ms` to `end_ms` within `budget`
+/// ([`QueryError::Timeout`] once its deadline passes, [`QueryError::TooManySamples`] past its
+/// sample limit).
 pub fn range_query(
     source: &dyn SampleSource,
     query: &str,
     start_ms: i64,
     end_ms: i64,
     step_ms: i64,
+    budget: &Budget,
 ) -> Result<QueryResult> {
     if step_ms <= 0 {
         return Err(QueryError::BadRequest(
@@ -106,6 +125,8 @@ pub fn range_query(
         lookback_ms: LOOKBACK_MS,
         query_start: start_ms,
         query_end: end_ms,
+        budget,
+        held: Held::new(budget.max_samples),
     };
     Ok(match ev.eval(&expr)? {
         Value::Scalar(v) => QueryResult::Matrix(vec![ResultSeries {

@@ -1,6 +1,7 @@
 //! Aggregation operators with `by` / `without`.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use promql_parser::parser::ast::{AggregateExpr, LabelModifier};
@@ -82,6 +83,7 @@ pub(crate) fn eval(ev: &Evaluator<'_>, a: &AggregateExpr) -> Result<Value> {
             }
             let mut keep = vec![vec![false; steps]; input.len()];
             for members in groups.values() {
+                ev.budget.check_deadline()?;
                 // Ties are decided by input order (selectors yield label order, as in
                 // Prometheus) and the heap, so both follow Prometheus.
                 for t in 0..steps {
@@ -124,11 +126,19 @@ pub(crate) fn eval(ev: &Evaluator<'_>, a: &AggregateExpr) -> Result<Value> {
             };
             let mut out: HashMap<Labels, Vec<Option<f64>>> = HashMap::new();
             for s in &input {
+                ev.budget.check_deadline()?;
                 let g = group_labels(&s.labels, modifier);
                 for t in 0..steps {
                     if let Some(v) = s.values[t] {
                         let l = with_label(&g, &label, &format_value(v));
-                        let e = out.entry(l).or_insert_with(|| vec![None; steps]);
+                        // Every distinct value is a new series of `steps` points.
+                        let e = match out.entry(l) {
+                            Entry::Occupied(e) => e.into_mut(),
+                            Entry::Vacant(e) => {
+                                ev.held.take(steps)?;
+                                e.insert(vec![None; steps])
+                            }
+                        };
                         e[t] = Some(e[t].unwrap_or(0.0) + 1.0);
                     }
                 }
@@ -159,6 +169,7 @@ pub(crate) fn eval(ev: &Evaluator<'_>, a: &AggregateExpr) -> Result<Value> {
             }
             let mut out = Vec::with_capacity(groups.len());
             for g in order {
+                ev.budget.check_deadline()?;
                 let members = &groups[&g];
                 let mut values = Vec::with_capacity(steps);
                 let mut buf = Vec::new();

@@ -2,6 +2,7 @@
 //! and vectors, with `on`/`ignoring` and `group_left`/`group_right` vector matching.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use promql_parser::parser::ast::{BinaryExpr, LabelModifier, VectorMatchCardinality};
@@ -251,6 +252,7 @@ fn vector_vector(
     let mut order: Vec<Labels> = Vec::new();
     let mut many_seen: HashMap<(Vec<(String, String)>, usize), usize> = HashMap::new();
     for (i, m) in many.iter().enumerate() {
+        ev.budget.check_deadline()?;
         let Some(cands) = one_index.get(&many_sig[i]) else {
             continue;
         };
@@ -287,10 +289,15 @@ fn vector_vector(
             // Filtering comparisons keep the left-hand value.
             let v = if filter { a } else { v };
             let labels = result_labels(&m.labels, &o.labels, matching, &card, include, keep_name);
-            let entry = results.entry(labels.clone()).or_insert_with(|| {
-                order.push(labels.clone());
-                vec![None; steps]
-            });
+            let entry = match results.entry(labels) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    // A new result series of `steps` points.
+                    ev.held.take(steps)?;
+                    order.push(e.key().clone());
+                    e.insert(vec![None; steps])
+                }
+            };
             if entry[t].is_some() {
                 return Err(QueryError::Execution(
                     "multiple matches for labels: grouping labels must ensure unique matches"

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use promql_parser::parser::ast::{AtModifier, Offset};
 use promql_parser::parser::{Expr, MatrixSelector, VectorSelector};
 
+use super::budget::{Budget, Held};
 use super::source::{SampleSource, convert_matchers};
 use super::value::{Grid, RawSeries, Series, Value, is_stale};
 use super::{aggregate, binary, functions};
@@ -29,6 +30,10 @@ pub struct Evaluator<'a> {
     /// Start and end of the whole query (for `@ start()` / `@ end()`).
     pub(crate) query_start: i64,
     pub(crate) query_end: i64,
+    /// The query's deadline and sample limit.
+    pub(crate) budget: &'a Budget,
+    /// Samples held now (see [`super::budget`]).
+    pub(crate) held: Held,
 }
 
 pub(crate) fn duration_ms(d: &Duration) -> i64 {
@@ -69,7 +74,14 @@ impl<'a> Evaluator<'a> {
             let t = self.ref_time(i, offset, &vs.at);
             (lo.min(t), hi.max(t))
         });
-        let mut series = self.source.select(&matchers, lo - range_ms, hi)?;
+        self.budget.check_deadline()?;
+        let limit = Budget {
+            deadline: self.budget.deadline.clone(),
+            max_samples: self.held.left(),
+        };
+        let mut series = self.source.select(&matchers, lo - range_ms, hi, &limit)?;
+        self.held
+            .take(series.iter().map(|s| s.timestamps.len()).sum())?;
         // Prometheus' selectors yield series in label order; results and `topk` ties follow it.
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
         if series.len() > MAX_SERIES_PER_SELECTOR {
@@ -85,9 +97,11 @@ impl<'a> Evaluator<'a> {
     #[inline(never)]
     pub(crate) fn vector_selector(&self, vs: &VectorSelector) -> Result<Vec<Series>> {
         let raw = self.fetch(vs, self.lookback_ms)?;
+        self.take_grid(raw.len())?;
         let offset = offset_ms(&vs.offset);
         let mut out = Vec::with_capacity(raw.len());
         for s in raw {
+            self.budget.check_deadline()?;
             let mut values = Vec::with_capacity(self.grid.len());
             for i in 0..self.grid.len() {
                 let t = self.ref_time(i, offset, &vs.at);
@@ -106,22 +120,31 @@ impl<'a> Evaluator<'a> {
     /// Timestamps of the samples an instant vector selector picks (for `timestamp()`).
     pub(crate) fn selector_timestamps(&self, vs: &VectorSelector) -> Result<Vec<Series>> {
         let raw = self.fetch(vs, self.lookback_ms)?;
+        self.take_grid(raw.len())?;
         let offset = offset_ms(&vs.offset);
-        Ok(raw
-            .into_iter()
-            .filter_map(|s| {
-                let values: Vec<Option<f64>> = (0..self.grid.len())
-                    .map(|i| {
-                        latest(&s, self.ref_time(i, offset, &vs.at), self.lookback_ms)
-                            .map(|(t, _)| t as f64 / 1000.0)
-                    })
-                    .collect();
-                values.iter().any(Option::is_some).then(|| Series {
+        let mut out = Vec::with_capacity(raw.len());
+        for s in raw {
+            self.budget.check_deadline()?;
+            let values: Vec<Option<f64>> = (0..self.grid.len())
+                .map(|i| {
+                    latest(&s, self.ref_time(i, offset, &vs.at), self.lookback_ms)
+                        .map(|(t, _)| t as f64 / 1000.0)
+                })
+                .collect();
+            if values.iter().any(Option::is_some) {
+                out.push(Series {
                     labels: super::value::drop_name(&s.labels),
                     values,
-                })
-            })
-            .collect())
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reserves one point per step for each of `series` output series, before they are
+    /// allocated.
+    fn take_grid(&self, series: usize) -> Result<()> {
+        self.held.take(series.saturating_mul(self.grid.len()))
     }
 
     /// For each step, the samples of each series of a range selector; `f` reduces a window to
@@ -134,12 +157,14 @@ impl<'a> Evaluator<'a> {
     ) -> Result<Vec<Series>> {
         let range = duration_ms(&ms.range);
         let raw = self.fetch(&ms.vs, range)?;
+        self.take_grid(raw.len())?;
         let offset = offset_ms(&ms.vs.offset);
         let mut out = Vec::with_capacity(raw.len());
         let mut window: Vec<(i64, f64)> = Vec::new();
         for s in raw {
             let mut values = Vec::with_capacity(self.grid.len());
             for i in 0..self.grid.len() {
+                self.budget.check_deadline()?;
                 let t = self.ref_time(i, offset, &ms.vs.at);
                 window.clear();
                 let lo = s.timestamps.partition_point(|&x| x < t - range);
@@ -169,24 +194,39 @@ impl<'a> Evaluator<'a> {
         Ok(out)
     }
 
-    /// Evaluates any expression. Every node recurses through here, so the work of the leaves
-    /// lives in separate functions and this frame stays small.
+    /// Evaluates any expression: checks the deadline, evaluates the node, and then counts its
+    /// result as held instead of its (consumed) inputs. Every node recurses through here, so
+    /// the work of the leaves lives in separate functions and this frame stays small.
     pub(crate) fn eval(&self, e: &Expr) -> Result<Value> {
-        match e {
-            Expr::NumberLiteral(n) => Ok(Value::Scalar(vec![n.val; self.grid.len()])),
-            Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
+        self.budget.check_deadline()?;
+        let mark = self.held.get();
+        let v = match e {
             Expr::Paren(p) => self.eval(&p.expr),
-            Expr::VectorSelector(vs) => Ok(Value::Vector(self.vector_selector(vs)?)),
-            Expr::MatrixSelector(ms) => self.matrix_selector(ms),
-            Expr::Unary(u) => {
-                let v = self.eval(&u.expr)?;
-                negate(v)
-            }
+            Expr::Unary(u) => self.eval(&u.expr).and_then(negate),
             Expr::Binary(b) => binary::eval(self, b),
             Expr::Aggregate(a) => aggregate::eval(self, a),
             Expr::Call(c) => functions::eval(self, c),
+            leaf => self.leaf(leaf),
+        }?;
+        self.held.settle(mark, &v)?;
+        Ok(v)
+    }
+
+    /// The nodes without sub-expressions.
+    #[inline(never)]
+    fn leaf(&self, e: &Expr) -> Result<Value> {
+        match e {
+            Expr::NumberLiteral(n) => Ok(Value::Scalar(vec![n.val; self.grid.len()])),
+            Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
+            Expr::VectorSelector(vs) => Ok(Value::Vector(self.vector_selector(vs)?)),
+            Expr::MatrixSelector(ms) => self.matrix_selector(ms),
             Expr::Subquery(_) => Err(QueryError::Unsupported("subqueries".into())),
             Expr::Extension(_) => Err(QueryError::Unsupported("extension expressions".into())),
+            Expr::Paren(_)
+            | Expr::Unary(_)
+            | Expr::Binary(_)
+            | Expr::Aggregate(_)
+            | Expr::Call(_) => Err(QueryError::Execution("not a leaf expression".into())),
         }
     }
 

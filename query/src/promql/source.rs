@@ -10,13 +10,23 @@ use sightline_storage::{
     MatchOp, Matcher, Predicate, ScanRequest, Signal, Store, TenantId, TimeRange, UnixNanos,
 };
 
+use super::budget::Budget;
 use super::value::{Labels, METRIC_NAME, RawSeries};
 use crate::error::{QueryError, Result};
 
 /// Supplies the raw samples of the series matching label matchers.
 pub trait SampleSource: Send + Sync {
     /// Series matching every matcher, with their samples in `[start_ms, end_ms]`, sorted.
-    fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64) -> Result<Vec<RawSeries>>;
+    /// `budget.max_samples` is what the evaluation may still load: a source fails with
+    /// [`QueryError::TooManySamples`] rather than return more, and with
+    /// [`QueryError::Timeout`] once `budget.deadline` passes.
+    fn select(
+        &self,
+        matchers: &[Matcher],
+        start_ms: i64,
+        end_ms: i64,
+        budget: &Budget,
+    ) -> Result<Vec<RawSeries>>;
 }
 
 /// One tenant's metrics in a [`Store`].
@@ -41,7 +51,14 @@ fn labels_of(def: &sightline_storage::SeriesDef) -> Labels {
 }
 
 impl SampleSource for StoreSource<'_> {
-    fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64) -> Result<Vec<RawSeries>> {
+    fn select(
+        &self,
+        matchers: &[Matcher],
+        start_ms: i64,
+        end_ms: i64,
+        budget: &Budget,
+    ) -> Result<Vec<RawSeries>> {
+        budget.check_deadline()?;
         let defs = self.store.series(&self.tenant, matchers);
         if defs.is_empty() {
             return Ok(Vec::new());
@@ -51,7 +68,12 @@ impl SampleSource for StoreSource<'_> {
         let range = TimeRange::new(start, end).map_err(QueryError::from)?;
         let mut req = ScanRequest::new(self.tenant.clone(), Signal::Samples, range);
         req.predicates = matchers.iter().cloned().map(Predicate::Attr).collect();
+        req.deadline = budget.deadline.clone();
         let res = self.store.scan(&req)?;
+        // Refused before the samples are copied out of the scan's batches.
+        if res.batches.iter().map(|b| b.num_rows()).sum::<usize>() > budget.max_samples {
+            return Err(QueryError::TooManySamples);
+        }
         let mut by_id: FxHashMap<u64, (Vec<i64>, Vec<f64>)> = FxHashMap::default();
         for b in &res.batches {
             let ids = b
@@ -95,26 +117,40 @@ pub struct MemorySource {
 }
 
 impl SampleSource for MemorySource {
-    fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64) -> Result<Vec<RawSeries>> {
-        Ok(self
-            .series
-            .iter()
-            .filter(|s| {
-                matchers
-                    .iter()
-                    .all(|m| m.matches(super::value::label(&s.labels, &m.key)))
-            })
-            .filter_map(|s| {
-                let idx: Vec<usize> = (0..s.timestamps.len())
-                    .filter(|&i| s.timestamps[i] >= start_ms && s.timestamps[i] <= end_ms)
-                    .collect();
-                (!idx.is_empty()).then(|| RawSeries {
-                    labels: s.labels.clone(),
-                    timestamps: idx.iter().map(|&i| s.timestamps[i]).collect(),
-                    values: idx.iter().map(|&i| s.values[i]).collect(),
-                })
-            })
-            .collect())
+    fn select(
+        &self,
+        matchers: &[Matcher],
+        start_ms: i64,
+        end_ms: i64,
+        budget: &Budget,
+    ) -> Result<Vec<RawSeries>> {
+        let mut out = Vec::new();
+        let mut loaded = 0usize;
+        for s in &self.series {
+            budget.check_deadline()?;
+            if !matchers
+                .iter()
+                .all(|m| m.matches(super::value::label(&s.labels, &m.key)))
+            {
+                continue;
+            }
+            let idx: Vec<usize> = (0..s.timestamps.len())
+                .filter(|&i| s.timestamps[i] >= start_ms && s.timestamps[i] <= end_ms)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            loaded += idx.len();
+            if loaded > budget.max_samples {
+                return Err(QueryError::TooManySamples);
+            }
+            out.push(RawSeries {
+                labels: s.labels.clone(),
+                timestamps: idx.iter().map(|&i| s.timestamps[i]).collect(),
+                values: idx.iter().map(|&i| s.values[i]).collect(),
+            });
+        }
+        Ok(out)
     }
 }
 

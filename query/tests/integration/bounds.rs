@@ -11,7 +11,7 @@ use sightline_query::logs::Direction;
 use sightline_query::logs::logql::eval::{QueryValue, RangeParams, query_instant, query_range};
 use sightline_query::logs::logql::{self, parse_selector};
 use sightline_query::promql::value::RawSeries;
-use sightline_query::promql::{MemorySource, QueryResult, instant_query, range_query};
+use sightline_query::promql::{Budget, MemorySource, QueryResult, instant_query, range_query};
 use sightline_query::traces::traceql::{self, parse_tags};
 use sightline_query::traces::{SpanQuery, search_spans};
 use sightline_storage::{
@@ -66,7 +66,7 @@ fn metrics() -> MemorySource {
 }
 
 fn instant_value(src: &MemorySource, q: &str) -> f64 {
-    match instant_query(src, q, 600_000).unwrap() {
+    match instant_query(src, q, 600_000, &Budget::default()).unwrap() {
         QueryResult::Scalar(v) => v[0].1,
         QueryResult::Vector(v) => {
             assert_eq!(v.len(), 1, "{q}");
@@ -77,7 +77,7 @@ fn instant_value(src: &MemorySource, q: &str) -> f64 {
 }
 
 fn range_values(src: &MemorySource, q: &str) -> Vec<f64> {
-    match range_query(src, q, 0, 600_000, 60_000).unwrap() {
+    match range_query(src, q, 0, 600_000, 60_000, &Budget::default()).unwrap() {
         QueryResult::Matrix(m) => {
             assert_eq!(m.len(), 1, "{q}");
             m[0].points.iter().map(|p| p.1).collect()
@@ -149,8 +149,11 @@ fn promql_past_the_limits_is_refused_before_parsing() {
         let src = metrics();
         for (what, q) in &cases {
             assert_refused(sightline_query::promql::parse(q), what);
-            assert_refused(instant_query(&src, q, 0), what);
-            assert_refused(range_query(&src, q, 0, 60_000, 60_000), what);
+            assert_refused(instant_query(&src, q, 0, &Budget::default()), what);
+            assert_refused(
+                range_query(&src, q, 0, 60_000, 60_000, &Budget::default()),
+                what,
+            );
         }
     });
 }

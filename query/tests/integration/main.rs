@@ -11,5 +11,6 @@ mod bounds;
 mod log_search;
 mod plan;
 mod promql;
+mod promql_budget;
 mod promql_golden;
 mod traces;

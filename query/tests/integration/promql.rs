@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use sightline_query::promql::value::{RawSeries, STALE_NAN_BITS};
 use sightline_query::promql::{
-    MemorySource, QueryResult, ResultSeries, StoreSource, instant_query, range_query,
+    Budget, MemorySource, QueryResult, ResultSeries, StoreSource, instant_query, range_query,
 };
 use sightline_storage::{MetricBatch, MetricKind, Sample, SeriesDef, Store, StoreConfig, TenantId};
 
@@ -93,19 +93,19 @@ fn close(a: f64, b: f64) -> bool {
 fn scalar_arithmetic_and_health_check() {
     let src = source();
     assert_eq!(
-        instant_query(&src, "1+1", 4000).expect("q"),
+        instant_query(&src, "1+1", 4000, &Budget::default()).expect("q"),
         QueryResult::Scalar(vec![(4000, 2.0)])
     );
     assert_eq!(
-        instant_query(&src, "2 ^ 3 * 2", 0).expect("q"),
+        instant_query(&src, "2 ^ 3 * 2", 0, &Budget::default()).expect("q"),
         QueryResult::Scalar(vec![(0, 16.0)])
     );
     assert!(
-        instant_query(&src, "1 > 2", 0).is_err(),
+        instant_query(&src, "1 > 2", 0, &Budget::default()).is_err(),
         "scalar comparison needs bool"
     );
     assert_eq!(
-        instant_query(&src, "1 > bool 2", 0).expect("q"),
+        instant_query(&src, "1 > bool 2", 0, &Budget::default()).expect("q"),
         QueryResult::Scalar(vec![(0, 0.0)])
     );
 }
@@ -113,7 +113,15 @@ fn scalar_arithmetic_and_health_check() {
 #[test]
 fn rate_matches_prometheus_extrapolation_and_handles_resets() {
     let src = source();
-    let v = vector(instant_query(&src, "rate(http_requests_total[1m])", 300_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "rate(http_requests_total[1m])",
+            300_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     // a: 10 per 15 s; window [240 s, 300 s] holds 5 samples spanning 60 s exactly: 40/60.
     assert_eq!(v[0].0, l(&[("instance", "a"), ("job", "api")]));
     assert!(close(v[0].1, 40.0 / 60.0), "{}", v[0].1);
@@ -124,19 +132,29 @@ fn rate_matches_prometheus_extrapolation_and_handles_resets() {
             &src,
             "increase(http_requests_total{instance=\"b\"}[2m])",
             180_000,
+            &Budget::default(),
         )
         .expect("q"),
     );
     // Window [60 s, 180 s]: 120,150,180,210,240,270,0,30,60 -> raw delta -60, plus 270 at the
     // reset = 210 over 120 s sampled (no extrapolation: samples sit at both ends).
     assert!(close(v[0].1, 210.0), "{}", v[0].1);
-    let v = vector(instant_query(&src, "resets(http_requests_total[5m])", 300_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "resets(http_requests_total[5m])",
+            300_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!((v[0].1, v[1].1), (0.0, 1.0));
     let v = vector(
         instant_query(
             &src,
             "irate(http_requests_total{instance=\"a\"}[1m])",
             300_000,
+            &Budget::default(),
         )
         .expect("q"),
     );
@@ -146,12 +164,14 @@ fn rate_matches_prometheus_extrapolation_and_handles_resets() {
 #[test]
 fn lookback_and_staleness() {
     let src = source();
-    let at = |t| vector(instant_query(&src, "queue_depth", t).expect("q"));
+    let at = |t| vector(instant_query(&src, "queue_depth", t, &Budget::default()).expect("q"));
     assert_eq!(at(30_000)[0].1, 5.0);
     assert_eq!(at(90_000)[0].1, 7.0);
     // The staleness marker at 120 s ends the series at once, despite the 5 m lookback.
     assert!(at(130_000).is_empty());
-    let v = vector(instant_query(&src, "queue_depth offset 1m", 90_000).expect("q"));
+    let v = vector(
+        instant_query(&src, "queue_depth offset 1m", 90_000, &Budget::default()).expect("q"),
+    );
     assert_eq!(v[0].1, 5.0);
     // Past the lookback delta nothing is returned.
     let src2 = MemorySource {
@@ -161,31 +181,88 @@ fn lookback_and_staleness() {
     s.values[2] = 9.0;
     let src3 = MemorySource { series: vec![s] };
     assert_eq!(
-        vector(instant_query(&src3, "queue_depth", 420_000).expect("q"))[0].1,
+        vector(instant_query(&src3, "queue_depth", 420_000, &Budget::default()).expect("q"))[0].1,
         9.0
     );
-    assert!(vector(instant_query(&src3, "queue_depth", 420_001).expect("q")).is_empty());
+    assert!(
+        vector(instant_query(&src3, "queue_depth", 420_001, &Budget::default()).expect("q"))
+            .is_empty()
+    );
 }
 
 #[test]
 fn aggregations_by_and_without() {
     let src = source();
-    let v = vector(instant_query(&src, "sum by (job) (http_requests_total)", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "sum by (job) (http_requests_total)",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v, vec![(l(&[("job", "api")]), 40.0 + 120.0)]);
     let v = vector(
-        instant_query(&src, "max without (instance) (http_requests_total)", 60_000).expect("q"),
+        instant_query(
+            &src,
+            "max without (instance) (http_requests_total)",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
     );
     assert_eq!(v, vec![(l(&[("job", "api")]), 120.0)]);
-    let v = vector(instant_query(&src, "count(http_requests_total)", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "count(http_requests_total)",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v, vec![(vec![], 2.0)]);
-    let v = vector(instant_query(&src, "topk(1, http_requests_total)", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "topk(1, http_requests_total)",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v.len(), 1);
     assert_eq!(v[0].1, 120.0);
-    let v = vector(instant_query(&src, "quantile(0.5, http_requests_total)", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "quantile(0.5, http_requests_total)",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v[0].1, 80.0);
-    let v = vector(instant_query(&src, "stddev(http_requests_total)", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "stddev(http_requests_total)",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v[0].1, 40.0);
-    let v = vector(instant_query(&src, "count_values(\"v\", queue_depth)", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "count_values(\"v\", queue_depth)",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v, vec![(l(&[("v", "7")]), 1.0)]);
 }
 
@@ -198,6 +275,7 @@ fn binary_matching() {
             &src,
             "http_requests_total / ignoring(instance) group_left queue_depth",
             60_000,
+            &Budget::default(),
         )
         .expect("q"),
     );
@@ -206,7 +284,15 @@ fn binary_matching() {
         v.iter()
             .all(|(ls, _)| !ls.iter().any(|(k, _)| k == "__name__"))
     );
-    let v = vector(instant_query(&src, "http_requests_total > 100", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "http_requests_total > 100",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(
         v,
         vec![(
@@ -218,13 +304,22 @@ fn binary_matching() {
             120.0
         )]
     );
-    let v = vector(instant_query(&src, "http_requests_total > bool 100", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "http_requests_total > bool 100",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v.iter().map(|x| x.1).collect::<Vec<_>>(), vec![0.0, 1.0]);
     let v = vector(
         instant_query(
             &src,
             "http_requests_total and on(instance) queue_depth",
             60_000,
+            &Budget::default(),
         )
         .expect("q"),
     );
@@ -234,6 +329,7 @@ fn binary_matching() {
             &src,
             "http_requests_total unless on(instance) queue_depth",
             60_000,
+            &Budget::default(),
         )
         .expect("q"),
     );
@@ -248,7 +344,8 @@ fn binary_matching() {
         instant_query(
             &src,
             "http_requests_total + on(job) http_requests_total",
-            60_000
+            60_000,
+            &Budget::default()
         )
         .is_err()
     );
@@ -257,7 +354,15 @@ fn binary_matching() {
 #[test]
 fn functions() {
     let src = source();
-    let v = vector(instant_query(&src, "histogram_quantile(0.5, latency_bucket)", 0).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "histogram_quantile(0.5, latency_bucket)",
+            0,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     // rank 50 falls in (0.1, 0.5] holding 50 observations from 10: 0.1 + 0.4 * 40/50.
     assert!(close(v[0].1, 0.42), "{}", v[0].1);
     let v = vector(
@@ -265,6 +370,7 @@ fn functions() {
             &src,
             "label_replace(queue_depth, \"host\", \"h-$1\", \"instance\", \"(.*)\")",
             0,
+            &Budget::default(),
         )
         .expect("q"),
     );
@@ -274,40 +380,70 @@ fn functions() {
             &src,
             "label_join(queue_depth, \"x\", \"-\", \"job\", \"instance\")",
             0,
+            &Budget::default(),
         )
         .expect("q"),
     );
     assert!(v[0].0.contains(&("x".into(), "api-a".into())));
-    let v = vector(instant_query(&src, "absent(nonexistent{job=\"x\"})", 0).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "absent(nonexistent{job=\"x\"})",
+            0,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v, vec![(l(&[("job", "x")]), 1.0)]);
-    assert!(vector(instant_query(&src, "absent(queue_depth)", 0).expect("q")).is_empty());
+    assert!(
+        vector(instant_query(&src, "absent(queue_depth)", 0, &Budget::default()).expect("q"))
+            .is_empty()
+    );
     assert_eq!(
-        instant_query(&src, "scalar(queue_depth)", 60_000).expect("q"),
+        instant_query(&src, "scalar(queue_depth)", 60_000, &Budget::default()).expect("q"),
         QueryResult::Scalar(vec![(60_000, 7.0)])
     );
-    let v = vector(instant_query(&src, "timestamp(queue_depth)", 90_000).expect("q"));
+    let v = vector(
+        instant_query(&src, "timestamp(queue_depth)", 90_000, &Budget::default()).expect("q"),
+    );
     assert_eq!(v[0].1, 60.0);
-    let v = vector(instant_query(&src, "clamp(queue_depth, 0, 6)", 90_000).expect("q"));
+    let v = vector(
+        instant_query(&src, "clamp(queue_depth, 0, 6)", 90_000, &Budget::default()).expect("q"),
+    );
     assert_eq!(v[0].1, 6.0);
-    let v = vector(instant_query(&src, "avg_over_time(queue_depth[2m])", 60_000).expect("q"));
+    let v = vector(
+        instant_query(
+            &src,
+            "avg_over_time(queue_depth[2m])",
+            60_000,
+            &Budget::default(),
+        )
+        .expect("q"),
+    );
     assert_eq!(v[0].1, 6.0);
-    let v = vector(instant_query(&src, "vector(time())", 42_000).expect("q"));
+    let v = vector(instant_query(&src, "vector(time())", 42_000, &Budget::default()).expect("q"));
     assert_eq!(v[0].1, 42.0);
-    let err = instant_query(&src, "rate(http_requests_total[5m:1m])", 0).expect_err("subquery");
+    let err = instant_query(
+        &src,
+        "rate(http_requests_total[5m:1m])",
+        0,
+        &Budget::default(),
+    )
+    .expect_err("subquery");
     assert!(err.to_string().contains("subquer"), "{err}");
-    assert!(instant_query(&src, "sum(", 0).is_err());
+    assert!(instant_query(&src, "sum(", 0, &Budget::default()).is_err());
 }
 
 #[test]
 fn range_query_grid() {
     let src = source();
-    let r = range_query(&src, "queue_depth", 0, 180_000, 60_000).expect("q");
+    let r = range_query(&src, "queue_depth", 0, 180_000, 60_000, &Budget::default()).expect("q");
     let QueryResult::Matrix(m) = r else {
         panic!("matrix expected")
     };
     assert_eq!(m.len(), 1);
     assert_eq!(m[0].points, vec![(0, 5.0), (60_000, 7.0)]);
-    let r = range_query(&src, "1", 0, 120_000, 60_000).expect("q");
+    let r = range_query(&src, "1", 0, 120_000, 60_000, &Budget::default()).expect("q");
     assert_eq!(
         r,
         QueryResult::Matrix(vec![ResultSeries {
@@ -315,8 +451,8 @@ fn range_query_grid() {
             points: vec![(0, 1.0), (60_000, 1.0), (120_000, 1.0)]
         }])
     );
-    assert!(range_query(&src, "queue_depth", 0, 1, 0).is_err());
-    assert!(range_query(&src, "queue_depth", 0, 100_000_000, 1).is_err());
+    assert!(range_query(&src, "queue_depth", 0, 1, 0, &Budget::default()).is_err());
+    assert!(range_query(&src, "queue_depth", 0, 100_000_000, 1, &Budget::default()).is_err());
 }
 
 #[test]
@@ -377,11 +513,15 @@ fn store_backed_source() {
             &src,
             "sum by (model) (rate(tokens_total[1m]))",
             t0 + 300_000,
+            &Budget::default(),
         )
         .expect("q"),
     );
     assert_eq!(v.len(), 2);
     assert!(close(v[0].1, 10.0) && close(v[1].1, 20.0), "{v:?}");
     let other = StoreSource::new(&store, TenantId::new("other").expect("tenant"));
-    assert!(vector(instant_query(&other, "tokens_total", t0 + 300_000).expect("q")).is_empty());
+    assert!(
+        vector(instant_query(&other, "tokens_total", t0 + 300_000, &Budget::default()).expect("q"))
+            .is_empty()
+    );
 }

@@ -12,7 +12,7 @@ use crate::golden::compare::{Outcome, compare, from_ours};
 use crate::golden::data;
 use crate::golden::prom::{self, Prometheus};
 use crate::golden::queries::{ERROR_QUERIES, INSTANT_TIMES, QUERIES, RANGES};
-use sightline_query::promql::{MemorySource, StoreSource, instant_query, range_query};
+use sightline_query::promql::{Budget, MemorySource, StoreSource, instant_query, range_query};
 use sightline_storage::{FsyncPolicy, Store, StoreConfig, TenantId};
 
 /// Whether the query's top level orders its answer (then series order is compared too).
@@ -78,7 +78,7 @@ fn promql_answers_match_prometheus() {
                 panic!("golden query {q:?} fails in Prometheus at {t}: {e}");
             }
             any |= non_empty(&theirs);
-            let ours = from_ours(instant_query(&src, q, t));
+            let ours = from_ours(instant_query(&src, q, t, &Budget::default()));
             evaluations += 1;
             if let Err(d) = compare(&ours, &theirs, ordered(q)) {
                 ok = false;
@@ -88,7 +88,7 @@ fn promql_answers_match_prometheus() {
         for &(start, end, step) in &RANGES {
             let theirs = prometheus.range(q, start, end, step);
             any |= non_empty(&theirs);
-            let ours = from_ours(range_query(&src, q, start, end, step));
+            let ours = from_ours(range_query(&src, q, start, end, step, &Budget::default()));
             evaluations += 1;
             if let Err(d) = compare(&ours, &theirs, false) {
                 ok = false;
@@ -105,7 +105,7 @@ fn promql_answers_match_prometheus() {
             matches!(theirs, Outcome::Error(_)),
             "{q:?} should fail in Prometheus, got {theirs:?}"
         );
-        let ours = from_ours(instant_query(&src, q, t));
+        let ours = from_ours(instant_query(&src, q, t, &Budget::default()));
         evaluations += 1;
         if !matches!(ours, Outcome::Error(_)) {
             failed_queries += 1;
@@ -142,7 +142,7 @@ fn unsupported_constructs_are_refused_by_name() {
         ("max_over_time(up[10m:30s])", "subquer"),
         ("holt_winters(up[5m], 0.5, 0.5)", "holt_winters"),
     ] {
-        let err = instant_query(&src, q, data::T0)
+        let err = instant_query(&src, q, data::T0, &Budget::default())
             .expect_err("unsupported construct must fail")
             .to_string();
         assert!(

@@ -22,7 +22,7 @@ use sightline_detect::anomaly::{AnomalyReport, Direction, ValueRange, detect_con
 use sightline_detect::forecast::{
     ComputeDevice, TrainControl, TrainProgress, candle_device, load_dir, save_dir, train,
 };
-use sightline_query::promql::{QueryResult, StoreSource, range_query};
+use sightline_query::promql::{Budget, QueryResult, StoreSource, range_query};
 use sightline_storage::{Store, TenantId};
 
 use super::DetectorError;
@@ -66,8 +66,15 @@ pub fn fetch(
     w: Window,
 ) -> Result<Vec<GridSeries>, String> {
     let src = StoreSource::new(store, tenant.clone());
-    let result = range_query(&src, query, w.start_ms, w.end_ms, w.step_ms)
-        .map_err(|e| format!("query {query:?}: {e}"))?;
+    let result = range_query(
+        &src,
+        query,
+        w.start_ms,
+        w.end_ms,
+        w.step_ms,
+        &Budget::default(),
+    )
+    .map_err(|e| format!("query {query:?}: {e}"))?;
     let series = match result {
         QueryResult::Matrix(m) | QueryResult::Vector(m) => m,
         _ => return Err(format!("query {query:?} does not evaluate to series")),

@@ -25,7 +25,7 @@ use sightline_detect::entropy::{UncertaintyOptions, response_uncertainty};
 use sightline_detect::granger::{Differencing, GrangerRequest, granger};
 use sightline_detect::hallucination::{HallucinationRequest, hallucination_index};
 use sightline_detect::logprobs::ChoiceLogprobs;
-use sightline_query::promql::{QueryResult, StoreSource, range_query};
+use sightline_query::promql::{Budget, QueryResult, StoreSource, range_query};
 use sightline_storage::TenantId;
 
 use super::{ApiError, AppState, Tenant, guard};
@@ -206,7 +206,7 @@ async fn granger_handler(
             }
             let src = StoreSource::new(&store, t);
             let eval = |query: &str, what: &str| {
-                range_query(&src, query, start_ms, end_ms, step_ms)
+                range_query(&src, query, start_ms, end_ms, step_ms, &Budget::default())
                     .map_err(|e| ApiError::from(e).context(what))
                     .and_then(|r| {
                         one_series(r, what, n, start_ms, step_ms)

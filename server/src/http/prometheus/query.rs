@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use sightline_query::QueryError;
 use sightline_query::promql::{
-    QueryResult, ResultSeries, SampleSource, StoreSource, instant_query, range_query,
+    Budget, QueryResult, ResultSeries, SampleSource, StoreSource, instant_query, range_query,
 };
 use sightline_storage::{Deadline, TenantId};
 
@@ -100,7 +100,7 @@ pub async fn instant(
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
         let r = evaluate(&st, tenant, timeout, move |src, _deadline| {
-            instant_query(src, &query, time)
+            instant_query(src, &query, time, &Budget::default())
         })
         .await?;
         Ok::<_, ApiError>(render(r))
@@ -130,7 +130,7 @@ pub async fn range(
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
         let r = evaluate(&st, tenant, timeout, move |src, _deadline| {
-            range_query(src, &query, start, end, step)
+            range_query(src, &query, start, end, step, &Budget::default())
         })
         .await?;
         Ok::<_, ApiError>(render(r))
