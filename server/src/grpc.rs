@@ -1,32 +1,100 @@
-//! OTLP/gRPC: the collector's `TraceService`, `MetricsService` and `LogsService` (tonic, from
-//! `opentelemetry-proto`'s `gen-tonic`), with the same auth, limits, mapping and responses as
-//! OTLP/HTTP. Errors: `INVALID_ARGUMENT` (malformed, all items rejected), `UNAUTHENTICATED`,
-//! `RESOURCE_EXHAUSTED` (too large: not retryable; busy: with `RetryInfo`), `UNAVAILABLE` with
-//! `RetryInfo` (memory budget, shutting down). gzip request compression is accepted.
+//! OTLP/gRPC: the collector's `TraceService`, `MetricsService` and `LogsService` (the
+//! methods of `opentelemetry-proto`'s protos, served by [`service::ExportServer`]), with the
+//! same auth, limits, mapping and responses as OTLP/HTTP.
+//!
+//! A request is authenticated and admitted from its metadata before any of its message is
+//! read; the message (gzip accepted) may be at most `max_body_bytes` decompressed, and is
+//! pre-scanned against the item and decoded-size limits before it is decoded. Errors:
+//! `INVALID_ARGUMENT` (malformed, all items rejected, invalid tenant), `UNAUTHENTICATED`,
+//! `RESOURCE_EXHAUSTED` (too large: not retryable; too many requests in flight or the
+//! decoded-bytes budget spent: with `RetryInfo`), `UNAVAILABLE` with `RetryInfo` (memory
+//! budget, shutting down).
+//!
+//! The listener's transport settings are [`GrpcTransport`]'s.
 
 pub mod rpc;
+pub mod service;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::logs::v1::{
-    ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse,
-    logs_service_server::{LogsService, LogsServiceServer},
+    ExportLogsPartialSuccess, ExportLogsServiceResponse,
 };
 use opentelemetry_proto::tonic::collector::metrics::v1::{
-    ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
-    metrics_service_server::{MetricsService, MetricsServiceServer},
+    ExportMetricsPartialSuccess, ExportMetricsServiceResponse,
 };
 use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
-    trace_service_server::{TraceService, TraceServiceServer},
+    ExportTracePartialSuccess, ExportTraceServiceResponse,
 };
-use tonic::codec::CompressionEncoding;
-use tonic::{Request, Response, Status};
 
-use crate::error::IngestError;
-use crate::ingest::{ExportRequest, Ingest, Outcome};
+use crate::ingest::{Ingest, Outcome};
 use crate::otlp::SignalKind;
-use crate::telemetry::Transport;
+use service::{Export, ExportServer};
+
+fn rejected(o: &Outcome) -> i64 {
+    i64::try_from(o.rejected).unwrap_or(i64::MAX)
+}
+
+/// `TraceService/Export`.
+#[derive(Debug)]
+pub struct Traces;
+
+impl Export for Traces {
+    const SERVICE: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
+    const PATH: &'static str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+    const SIGNAL: SignalKind = SignalKind::Traces;
+    type Response = ExportTraceServiceResponse;
+
+    fn response(o: Outcome) -> Self::Response {
+        ExportTraceServiceResponse {
+            partial_success: (o.rejected > 0).then(|| ExportTracePartialSuccess {
+                rejected_spans: rejected(&o),
+                error_message: o.message,
+            }),
+        }
+    }
+}
+
+/// `MetricsService/Export`.
+#[derive(Debug)]
+pub struct Metrics;
+
+impl Export for Metrics {
+    const SERVICE: &'static str = "opentelemetry.proto.collector.metrics.v1.MetricsService";
+    const PATH: &'static str = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
+    const SIGNAL: SignalKind = SignalKind::Metrics;
+    type Response = ExportMetricsServiceResponse;
+
+    fn response(o: Outcome) -> Self::Response {
+        ExportMetricsServiceResponse {
+            partial_success: (o.rejected > 0).then(|| ExportMetricsPartialSuccess {
+                rejected_data_points: rejected(&o),
+                error_message: o.message,
+            }),
+        }
+    }
+}
+
+/// `LogsService/Export`.
+#[derive(Debug)]
+pub struct Logs;
+
+impl Export for Logs {
+    const SERVICE: &'static str = "opentelemetry.proto.collector.logs.v1.LogsService";
+    const PATH: &'static str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
+    const SIGNAL: SignalKind = SignalKind::Logs;
+    type Response = ExportLogsServiceResponse;
+
+    fn response(o: Outcome) -> Self::Response {
+        ExportLogsServiceResponse {
+            partial_success: (o.rejected > 0).then(|| ExportLogsPartialSuccess {
+                rejected_log_records: rejected(&o),
+                error_message: o.message,
+            }),
+        }
+    }
+}
 
 /// The three OTLP services over one [`Ingest`].
 #[derive(Clone, Debug)]
@@ -40,105 +108,67 @@ impl OtlpGrpc {
         Self { ingest }
     }
 
-    async fn export<T>(
-        &self,
-        signal: SignalKind,
-        req: Request<T>,
-        wrap: fn(T) -> ExportRequest,
-    ) -> Result<Outcome, Status>
-    where
-        T: Send + 'static,
-    {
-        let md = req.metadata();
-        let auth = md.get("authorization").map(|v| v.as_bytes().to_vec());
-        let org = md.get("x-scope-orgid").map(|v| v.as_bytes().to_vec());
-        let ingest = &self.ingest;
-        let refuse = |e: IngestError| {
-            ingest.refused(signal, Transport::Grpc, &e);
-            rpc::tonic_status(&e)
-        };
-        let tenant = ingest
-            .tenant(auth.as_deref(), org.as_deref())
-            .map_err(refuse)?;
-        let _permit = ingest.admit().map_err(refuse)?;
-        let body = req.into_inner();
-        ingest
-            .export(signal, Transport::Grpc, tenant, move || Ok(wrap(body)))
-            .await
-            .map_err(|e| rpc::tonic_status(&e))
-    }
-
-    /// The tonic services, with gzip and the message size limit configured.
+    /// The services, with gzip accepted and the message size limit (`max_body_bytes`,
+    /// decompressed) configured.
     pub fn services(
         self,
     ) -> (
-        TraceServiceServer<Self>,
-        MetricsServiceServer<Self>,
-        LogsServiceServer<Self>,
+        ExportServer<Traces>,
+        ExportServer<Metrics>,
+        ExportServer<Logs>,
     ) {
-        let max = self.ingest.limits().max_decompressed_bytes;
+        let max = self.ingest.limits().max_body_bytes;
         (
-            TraceServiceServer::new(self.clone())
-                .accept_compressed(CompressionEncoding::Gzip)
-                .send_compressed(CompressionEncoding::Gzip)
-                .max_decoding_message_size(max),
-            MetricsServiceServer::new(self.clone())
-                .accept_compressed(CompressionEncoding::Gzip)
-                .send_compressed(CompressionEncoding::Gzip)
-                .max_decoding_message_size(max),
-            LogsServiceServer::new(self)
-                .accept_compressed(CompressionEncoding::Gzip)
-                .send_compressed(CompressionEncoding::Gzip)
-                .max_decoding_message_size(max),
+            ExportServer::new(Arc::clone(&self.ingest), max),
+            ExportServer::new(Arc::clone(&self.ingest), max),
+            ExportServer::new(self.ingest, max),
         )
     }
 }
 
-#[tonic::async_trait]
-impl TraceService for OtlpGrpc {
-    async fn export(
-        &self,
-        request: Request<ExportTraceServiceRequest>,
-    ) -> Result<Response<ExportTraceServiceResponse>, Status> {
-        let o = OtlpGrpc::export(self, SignalKind::Traces, request, ExportRequest::Traces).await?;
-        Ok(Response::new(ExportTraceServiceResponse {
-            partial_success: (o.rejected > 0).then(|| ExportTracePartialSuccess {
-                rejected_spans: i64::try_from(o.rejected).unwrap_or(i64::MAX),
-                error_message: o.message,
-            }),
-        }))
+/// Transport settings of the gRPC listener.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrpcTransport {
+    /// HTTP/2 PING interval on idle connections.
+    pub keepalive_interval: Duration,
+    /// How long a PING may go unanswered before the connection is closed.
+    pub keepalive_timeout: Duration,
+    /// Longest a request may take, reading its message included (a client's shorter
+    /// `grpc-timeout` wins).
+    pub request_timeout: Duration,
+    /// Most concurrent HTTP/2 streams one connection may open.
+    pub max_concurrent_streams: u32,
+    /// Most requests of one connection processed at once (the others wait).
+    pub concurrency_per_connection: usize,
+    /// Largest request header list (metadata), in bytes.
+    pub max_header_list_bytes: u32,
+    /// Idle time before TCP keepalive probes start (set on the listener's incoming stream).
+    pub tcp_keepalive: Duration,
+}
+
+impl Default for GrpcTransport {
+    fn default() -> Self {
+        Self {
+            keepalive_interval: Duration::from_secs(30),
+            keepalive_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            max_concurrent_streams: 128,
+            concurrency_per_connection: 64,
+            max_header_list_bytes: 16 << 10,
+            tcp_keepalive: Duration::from_secs(60),
+        }
     }
 }
 
-#[tonic::async_trait]
-impl MetricsService for OtlpGrpc {
-    async fn export(
-        &self,
-        request: Request<ExportMetricsServiceRequest>,
-    ) -> Result<Response<ExportMetricsServiceResponse>, Status> {
-        let o =
-            OtlpGrpc::export(self, SignalKind::Metrics, request, ExportRequest::Metrics).await?;
-        Ok(Response::new(ExportMetricsServiceResponse {
-            partial_success: (o.rejected > 0).then(|| ExportMetricsPartialSuccess {
-                rejected_data_points: i64::try_from(o.rejected).unwrap_or(i64::MAX),
-                error_message: o.message,
-            }),
-        }))
-    }
-}
-
-#[tonic::async_trait]
-impl LogsService for OtlpGrpc {
-    async fn export(
-        &self,
-        request: Request<ExportLogsServiceRequest>,
-    ) -> Result<Response<ExportLogsServiceResponse>, Status> {
-        let o = OtlpGrpc::export(self, SignalKind::Logs, request, ExportRequest::Logs).await?;
-        Ok(Response::new(ExportLogsServiceResponse {
-            partial_success: (o.rejected > 0).then(|| ExportLogsPartialSuccess {
-                rejected_log_records: i64::try_from(o.rejected).unwrap_or(i64::MAX),
-                error_message: o.message,
-            }),
-        }))
+impl GrpcTransport {
+    /// A tonic server builder with these settings.
+    pub fn builder(&self) -> tonic::transport::Server {
+        tonic::transport::Server::builder()
+            .http2_keepalive_interval(Some(self.keepalive_interval))
+            .http2_keepalive_timeout(Some(self.keepalive_timeout))
+            .timeout(self.request_timeout)
+            .max_concurrent_streams(Some(self.max_concurrent_streams))
+            .concurrency_limit_per_connection(self.concurrency_per_connection)
+            .http2_max_header_list_size(Some(self.max_header_list_bytes))
     }
 }

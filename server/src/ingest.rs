@@ -1,11 +1,23 @@
-//! The ingest pipeline shared by OTLP/HTTP and OTLP/gRPC: admission (in-flight limit),
-//! decode, item-count limit, mapping, and the durable store append, run on the blocking
-//! thread pool (the append waits for the WAL fsync). Returns what the protocol responses
-//! need: accepted and rejected counts and the partial-success message.
+//! The ingest pipeline shared by OTLP/HTTP and OTLP/gRPC: admission (in-flight limit), then
+//! on the blocking thread pool: decompression and the pre-scan (item count and decoded-size
+//! limits, checked before anything is decoded), a reservation in the in-flight decoded-bytes
+//! [`budget`], decode, mapping, and the durable store append (it waits for the WAL fsync).
+//! Returns what the protocol responses need: accepted and rejected counts and the
+//! partial-success message.
+//!
+//! `sightline_ingest_rejected_items_total` counts, for a request refused whole, its items
+//! when the pre-scan counted them all (over the decoded-bytes budget, the store's memory
+//! budget, every item rejected, a store failure), and 1 for a request refused before its
+//! items were known (auth, media type, body size, malformed or truncated body, or a limit the
+//! pre-scan stopped at).
+
+pub mod budget;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -17,8 +29,21 @@ use crate::auth::Auth;
 use crate::error::IngestError;
 use crate::limits::Limits;
 use crate::otlp::metrics::MetricRows;
-use crate::otlp::{self, ItemError, MapContext, Mapped, RejectReason, SignalKind};
+use crate::otlp::{self, Encoding, ItemError, MapContext, Mapped, RejectReason, SignalKind};
 use crate::telemetry::{Telemetry, Transport};
+use budget::DecodedBudget;
+
+/// An export request body as received, not decoded yet.
+#[derive(Clone, Debug)]
+pub struct Body {
+    /// The body (gRPC: the message, already decompressed by the transport within the
+    /// message size limit).
+    pub bytes: Bytes,
+    /// Whether `bytes` is gzip-compressed (OTLP/HTTP `Content-Encoding: gzip`).
+    pub gzip: bool,
+    /// Protobuf or JSON.
+    pub encoding: Encoding,
+}
 
 /// A decoded export request of any signal.
 #[derive(Debug)]
@@ -60,6 +85,7 @@ pub struct Ingest {
     auth: Auth,
     telemetry: Arc<Telemetry>,
     inflight: Arc<Semaphore>,
+    budget: Arc<DecodedBudget>,
     shutting_down: AtomicBool,
     detectors: std::sync::OnceLock<Arc<crate::detectors::Detectors>>,
 }
@@ -73,19 +99,21 @@ impl std::fmt::Debug for Ingest {
     }
 }
 
-/// How long clients are asked to wait when the in-flight limit is reached.
+/// How long clients are asked to wait when the in-flight request limit is reached.
 const BUSY_RETRY: Duration = Duration::from_secs(1);
 
 impl Ingest {
     /// A pipeline writing to `store`.
     pub fn new(store: Arc<Store>, limits: Limits, auth: Auth, telemetry: Arc<Telemetry>) -> Self {
         let permits = limits.max_inflight_requests;
+        let budget = DecodedBudget::new(limits.max_inflight_decoded_bytes as u64);
         Self {
             store,
             limits,
             auth,
             telemetry,
             inflight: Arc::new(Semaphore::new(permits)),
+            budget,
             shutting_down: AtomicBool::new(false),
             detectors: std::sync::OnceLock::new(),
         }
@@ -94,6 +122,11 @@ impl Ingest {
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The in-flight decoded-bytes budget (`max_inflight_decoded_bytes`).
+    pub fn budget(&self) -> &Arc<DecodedBudget> {
+        &self.budget
     }
 
     /// The store.
@@ -152,25 +185,27 @@ impl Ingest {
             .request(signal, transport, e.reason(), Duration::ZERO);
     }
 
-    /// Runs `decode` and then maps and stores the request, all on the blocking pool.
-    pub async fn export<F>(
+    /// Decompresses, pre-scans, decodes, maps and stores `body`, all on the blocking pool.
+    /// The caller holds an in-flight slot ([`Ingest::admit`]) until this returns.
+    pub async fn export(
         self: &Arc<Self>,
         signal: SignalKind,
         transport: Transport,
         tenant: TenantId,
-        decode: F,
-    ) -> Result<Outcome, IngestError>
-    where
-        F: FnOnce() -> Result<ExportRequest, IngestError> + Send + 'static,
-    {
+        body: Body,
+    ) -> Result<Outcome, IngestError> {
         let started = Instant::now();
         let this = Arc::clone(self);
-        let result = tokio::task::spawn_blocking(move || {
-            let req = decode()?;
-            this.process(&tenant, req)
+        let (result, items) = tokio::task::spawn_blocking(move || {
+            let mut items = None;
+            let result = this.decode_and_process(signal, &tenant, body, &mut items);
+            (result, items)
         })
         .await
-        .unwrap_or_else(|e| Err(IngestError::Internal(format!("ingest task failed: {e}"))));
+        .unwrap_or_else(|e| {
+            let e = IngestError::Internal(format!("ingest task failed: {e}"));
+            (Err(e), None)
+        });
         let elapsed = started.elapsed();
         match &result {
             Ok(o) => {
@@ -180,7 +215,8 @@ impl Ingest {
             }
             Err(e) => {
                 if !matches!(e, IngestError::AllRejected { .. }) {
-                    self.telemetry.rejected(signal, e.reason(), 1);
+                    self.telemetry
+                        .rejected(signal, e.reason(), items.unwrap_or(1));
                 }
                 self.telemetry
                     .request(signal, transport, e.reason(), elapsed);
@@ -188,6 +224,40 @@ impl Ingest {
             }
         }
         result
+    }
+
+    /// Everything [`Ingest::export`] runs on the blocking pool; `items` is set once the
+    /// pre-scan has counted them. The decompressed body and the decoded estimate are held in
+    /// the budget until the request is stored or refused.
+    fn decode_and_process(
+        &self,
+        signal: SignalKind,
+        tenant: &TenantId,
+        body: Body,
+        items: &mut Option<u64>,
+    ) -> Result<Outcome, IngestError> {
+        let mut reserved = self.budget.reservation();
+        let inflated = if body.gzip {
+            Some(otlp::gunzip_with(
+                &body.bytes,
+                self.limits.max_decompressed_bytes,
+                |n| reserved.grow(n),
+            )?)
+        } else {
+            None
+        };
+        let inflated_bytes = reserved.bytes();
+        let raw: &[u8] = inflated.as_deref().unwrap_or(&body.bytes);
+        let scan = otlp::scan_body(signal, body.encoding, raw, &self.limits)?;
+        *items = Some(scan.items);
+        reserved.grow(scan.decoded_bytes)?;
+        let req = otlp::decode(signal, raw, body.encoding)?;
+        drop(inflated);
+        drop(body);
+        reserved.release(inflated_bytes);
+        let outcome = self.process(tenant, req);
+        drop(reserved);
+        outcome
     }
 
     fn check_items(&self, n: usize) -> Result<(), IngestError> {

@@ -3,6 +3,8 @@
 //! Each signal has a `decode_*` function (bytes to the protobuf message, whichever the wire
 //! encoding) and a `map_*` function in its module (message to rows, with per-item rejections).
 //! Both are pure and never panic on any input, which the fuzz targets in `server/fuzz` check.
+//! Before a protobuf or JSON body is decoded, [`scan_body`] (the [`wire`] pre-scan) counts its
+//! items and bounds its decoded size, so no body makes the decoder allocate past the limits.
 
 pub mod attributes;
 pub mod genai;
@@ -10,6 +12,7 @@ pub mod json;
 pub mod logs;
 pub mod metrics;
 pub mod traces;
+pub mod wire;
 
 use std::io::Read as _;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -214,23 +217,97 @@ impl MapContext {
 
 /// Decompresses a gzip body, refusing to produce more than `limit` bytes (gzip bombs).
 pub fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, IngestError> {
-    let decoder = flate2::read::MultiGzDecoder::new(body);
-    let mut out = Vec::with_capacity(body.len().saturating_mul(4).min(limit));
-    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    decoder
-        .take(cap)
-        .read_to_end(&mut out)
-        .map_err(|e| IngestError::Malformed(format!("invalid gzip body: {e}")))?;
-    if out.len() > limit {
-        return Err(IngestError::TooLarge(format!(
+    gunzip_with(body, limit, |_| Ok(()))
+}
+
+/// [`gunzip`], calling `grow` with each increase of the output buffer's capacity before it
+/// is allocated (the in-flight budget reserves it; an error from `grow` stops the
+/// decompression and is returned).
+pub fn gunzip_with(
+    body: &[u8],
+    limit: usize,
+    mut grow: impl FnMut(u64) -> Result<(), IngestError>,
+) -> Result<Vec<u8>, IngestError> {
+    const CHUNK: usize = 64 << 10;
+    let too_large = || {
+        IngestError::TooLarge(format!(
             "decompressed body exceeds the limit of {limit} bytes"
-        )));
+        ))
+    };
+    let mut decoder = flate2::read::MultiGzDecoder::new(body);
+    let mut chunk = vec![0u8; CHUNK];
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        let n = match decoder.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(IngestError::Malformed(format!("invalid gzip body: {e}"))),
+        };
+        if n == 0 {
+            return Ok(out);
+        }
+        let len = out.len() + n;
+        if len > limit {
+            return Err(too_large());
+        }
+        if len > out.capacity() {
+            let target = out
+                .capacity()
+                .saturating_mul(2)
+                .max(len)
+                .max(CHUNK)
+                .min(limit);
+            grow((target - out.capacity()) as u64)?;
+            out.reserve_exact(target - out.len());
+            if out.capacity() > target {
+                grow((out.capacity() - target) as u64)?;
+            }
+        }
+        out.extend_from_slice(&chunk[..n]);
     }
-    Ok(out)
+}
+
+/// The pre-scan of a body of `signal` in `enc` ([`wire::scan`], [`wire::json::scan`]): its
+/// item count and estimated decoded size, refused with `TooLarge` over
+/// `max_items_per_request` or `max_decoded_bytes`, `Malformed` where decoding would fail.
+pub fn scan_body(
+    signal: SignalKind,
+    enc: Encoding,
+    body: &[u8],
+    limits: &Limits,
+) -> Result<wire::Scan, IngestError> {
+    let bounds = wire::Bounds {
+        max_items: limits.max_items_per_request as u64,
+        max_decoded_bytes: limits.max_decoded_bytes as u64,
+    };
+    let root = match signal {
+        SignalKind::Traces => wire::Root::Traces,
+        SignalKind::Metrics => wire::Root::Metrics,
+        SignalKind::Logs => wire::Root::Logs,
+    };
+    match enc {
+        Encoding::Protobuf => wire::scan(root, body, bounds),
+        Encoding::Json => wire::json::scan(root, body, bounds),
+    }
 }
 
 fn proto_error(what: &str, e: prost::DecodeError) -> IngestError {
     IngestError::Malformed(format!("invalid protobuf {what}: {e}"))
+}
+
+/// Decodes a body of `signal` (call [`scan_body`] first: decoding allocates what the body
+/// describes).
+pub fn decode(
+    signal: SignalKind,
+    body: &[u8],
+    enc: Encoding,
+) -> Result<crate::ingest::ExportRequest, IngestError> {
+    use crate::ingest::ExportRequest;
+    Ok(match signal {
+        SignalKind::Traces => ExportRequest::Traces(decode_traces(body, enc)?),
+        SignalKind::Metrics => ExportRequest::Metrics(decode_metrics(body, enc)?),
+        SignalKind::Logs => ExportRequest::Logs(decode_logs(body, enc)?),
+    })
 }
 
 /// Decodes an `ExportTraceServiceRequest`.

@@ -115,10 +115,13 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
         trigger.wait(),
     ));
     let (traces, metrics, logs) = OtlpGrpc::new(ingest.clone()).services();
-    let incoming =
-        tonic::transport::server::TcpIncoming::from(grpc_listener).with_nodelay(Some(true));
+    let transport = crate::grpc::GrpcTransport::default();
+    let incoming = tonic::transport::server::TcpIncoming::from(grpc_listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(transport.tcp_keepalive));
     let grpc = tokio::spawn(
-        tonic::transport::Server::builder()
+        transport
+            .builder()
             .add_service(traces)
             .add_service(metrics)
             .add_service(logs)

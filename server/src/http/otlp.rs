@@ -5,8 +5,10 @@
 //! `Export*ServiceResponse` in the request's encoding, with `partial_success` when some items
 //! were rejected. Errors carry a `google.rpc.Status` body in the request's encoding (JSON when
 //! the content type itself was refused): 400 malformed or every item rejected, 401 missing or
-//! unknown token, 413 body, decompressed body or item count over a limit, 415 content type or
-//! encoding not supported, 429 too many requests in flight, 503 memory budget exhausted or
+//! unknown token, 413 body, decompressed body, item count or estimated decoded size over a
+//! limit (counted by the pre-scan before anything is decoded), 415 content type or
+//! encoding not supported, 429 too many requests in flight or the in-flight decoded-bytes
+//! budget (`max_inflight_decoded_bytes`) spent, 503 memory budget exhausted or
 //! shutting down (both with `Retry-After`), 500 store failure.
 
 use axum::Router;
@@ -30,8 +32,8 @@ use prost::Message as _;
 use super::AppState;
 use crate::error::IngestError;
 use crate::grpc::rpc;
-use crate::ingest::{ExportRequest, Outcome};
-use crate::otlp::{self, Encoding, SignalKind};
+use crate::ingest::{Body as ExportBody, Outcome};
+use crate::otlp::{Encoding, SignalKind};
 use crate::telemetry::Transport;
 
 /// The routes of this module.
@@ -104,14 +106,6 @@ async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, IngestError
     }
 }
 
-fn decode(signal: SignalKind, body: &[u8], enc: Encoding) -> Result<ExportRequest, IngestError> {
-    Ok(match signal {
-        SignalKind::Traces => ExportRequest::Traces(otlp::decode_traces(body, enc)?),
-        SignalKind::Metrics => ExportRequest::Metrics(otlp::decode_metrics(body, enc)?),
-        SignalKind::Logs => ExportRequest::Logs(otlp::decode_logs(body, enc)?),
-    })
-}
-
 async fn handle(st: AppState, signal: SignalKind, headers: HeaderMap, body: Body) -> Response {
     let enc = match content_type(&headers) {
         Ok(e) => e,
@@ -164,15 +158,12 @@ async fn receive(
         .map_err(refuse)?;
     st.telemetry()
         .received_bytes(signal, Transport::Http, bytes.len() as u64);
-    st.export(signal, Transport::Http, tenant, move || {
-        if gzip {
-            let raw = otlp::gunzip(&bytes, limits.max_decompressed_bytes)?;
-            decode(signal, &raw, enc)
-        } else {
-            decode(signal, &bytes, enc)
-        }
-    })
-    .await
+    let body = ExportBody {
+        bytes,
+        gzip,
+        encoding: enc,
+    };
+    st.export(signal, Transport::Http, tenant, body).await
 }
 
 fn success_response(signal: SignalKind, enc: Encoding, o: Outcome) -> Response {

@@ -37,6 +37,7 @@ use super::query::now_ms;
 use super::{FamilyMeta, PromState};
 use crate::error::IngestError;
 use crate::http::AppState;
+use crate::ingest::budget::{DecodedBudget, Reservation};
 use crate::limits::Limits;
 use crate::otlp::SignalKind;
 use crate::telemetry::Transport;
@@ -159,8 +160,19 @@ pub fn valid_metric_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
 }
 
-/// Decompresses and decodes a request body.
-pub fn decode(body: &[u8], max_decompressed: usize) -> Result<proto::WriteRequest, IngestError> {
+/// Decompresses and decodes a request body within `limits`: the length the snappy header
+/// declares is checked against `max_decompressed_bytes` and reserved in `budget` before the
+/// buffer is allocated; the protobuf is pre-scanned ([`crate::otlp::wire`]: samples against
+/// `max_items_per_request`, estimated decoded size against `max_decoded_bytes`, reserved too)
+/// before `prost` decodes it. The returned reservation holds the decoded request's share of
+/// the budget; keep it until the request is stored.
+pub fn decode(
+    body: &[u8],
+    limits: &Limits,
+    budget: &Arc<DecodedBudget>,
+) -> Result<(proto::WriteRequest, Reservation), IngestError> {
+    use crate::otlp::wire;
+    let max_decompressed = limits.max_decompressed_bytes;
     let len = snap::raw::decompress_len(body)
         .map_err(|e| IngestError::Malformed(format!("invalid snappy body: {e}")))?;
     if len > max_decompressed {
@@ -168,11 +180,25 @@ pub fn decode(body: &[u8], max_decompressed: usize) -> Result<proto::WriteReques
             "decompressed body of {len} bytes exceeds the limit of {max_decompressed} bytes"
         )));
     }
+    let mut reserved = budget.reservation();
+    reserved.grow(len as u64)?;
     let raw = snap::raw::Decoder::new()
         .decompress_vec(body)
         .map_err(|e| IngestError::Malformed(format!("invalid snappy body: {e}")))?;
-    proto::WriteRequest::decode(raw.as_slice())
-        .map_err(|e| IngestError::Malformed(format!("invalid prometheus.WriteRequest: {e}")))
+    let bounds = wire::Bounds {
+        max_items: limits.max_items_per_request as u64,
+        max_decoded_bytes: limits.max_decoded_bytes as u64,
+    };
+    let scan = wire::scan(wire::Root::PromWrite, &raw, bounds).map_err(|e| match e {
+        IngestError::TooLarge(m) => IngestError::TooLarge(m.replace("items", "samples")),
+        e => e,
+    })?;
+    reserved.grow(scan.decoded_bytes)?;
+    let req = proto::WriteRequest::decode(raw.as_slice())
+        .map_err(|e| IngestError::Malformed(format!("invalid prometheus.WriteRequest: {e}")))?;
+    drop(raw);
+    reserved.release(len as u64);
+    Ok((req, reserved))
 }
 
 /// What a mapped request holds besides its batch.
@@ -382,8 +408,9 @@ async fn receive(
     let store = Arc::clone(st.store());
     let telemetry = Arc::clone(st.telemetry());
     let ps = Arc::clone(ps);
+    let budget = Arc::clone(st.budget());
     tokio::task::spawn_blocking(move || {
-        let req = decode(&bytes, limits.max_decompressed_bytes)?;
+        let (req, _reserved) = decode(&bytes, &limits, &budget)?;
         drop(bytes);
         ps.remember_metadata(&tenant, request_metadata(&req));
         let lookup = |family: &str| ps.family_metadata(&tenant, family);
@@ -547,20 +574,62 @@ mod tests {
 
     #[test]
     fn decode_refuses_garbage() {
+        let limits = Limits {
+            max_decompressed_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        let budget = DecodedBudget::new(1 << 30);
         assert!(matches!(
-            decode(b"\xff\xff\xff\xff\xff", 1 << 20),
+            decode(b"\xff\xff\xff\xff\xff", &limits, &budget),
             Err(IngestError::Malformed(_))
         ));
         let not_proto = snap::raw::Encoder::new()
             .compress_vec(b"\x0a\xff\xff\xff")
             .unwrap_or_default();
         assert!(matches!(
-            decode(&not_proto, 1 << 20),
+            decode(&not_proto, &limits, &budget),
             Err(IngestError::Malformed(_))
         ));
         let big = snap::raw::Encoder::new()
             .compress_vec(&vec![0u8; 4096])
             .unwrap_or_default();
-        assert!(matches!(decode(&big, 1024), Err(IngestError::TooLarge(_))));
+        let small = Limits {
+            max_decompressed_bytes: 1024,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            decode(&big, &small, &budget),
+            Err(IngestError::TooLarge(_))
+        ));
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn decode_counts_samples_before_decoding() {
+        // 200,000 empty samples: 400 kB of protobuf, tens of MB once decoded.
+        let mut series = vec![0x12u8, 0x00].repeat(200_000);
+        let mut raw = vec![0x0a];
+        prost::encoding::encode_varint(series.len() as u64, &mut raw);
+        raw.append(&mut series);
+        let body = snap::raw::Encoder::new()
+            .compress_vec(&raw)
+            .unwrap_or_default();
+        let budget = DecodedBudget::new(1 << 30);
+        let r = decode(&body, &Limits::default(), &budget);
+        assert!(
+            matches!(&r, Err(IngestError::TooLarge(m)) if m.contains("samples")),
+            "{r:?}"
+        );
+        assert_eq!(budget.used(), 0);
+        let ok = Limits {
+            max_items_per_request: 200_000,
+            ..Limits::default()
+        };
+        let (req, held) = decode(&body, &ok, &budget).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(req.timeseries[0].samples.len(), 200_000);
+        assert_eq!(budget.used(), held.bytes());
+        assert!(held.bytes() >= 200_000 * std::mem::size_of::<proto::Sample>() as u64);
+        drop(held);
+        assert_eq!(budget.used(), 0);
     }
 }
