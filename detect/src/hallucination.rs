@@ -41,6 +41,37 @@ use serde::{Deserialize, Serialize};
 /// Largest answer accepted, in bytes (a limit on work per request).
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
 
+/// Largest product of the answer's and all documents' lengths in bytes. Grounding compares
+/// every answer sentence with every document sentence, so its time grows with this product:
+/// at the limit (16 KiB of answer against 256 KiB of documents, or 4 KiB against 1 MiB) one
+/// index takes about a second on one core.
+pub const MAX_GROUNDING_WORK: u64 = 1 << 32;
+
+/// Refuses inputs whose grounding would exceed [`MAX_ANSWER_BYTES`] or
+/// [`MAX_GROUNDING_WORK`]; [`hallucination_index_parts`] checks this first, and servers call it
+/// to answer "too large" before doing any work.
+pub fn check_work(answer: &str, documents: &[RetrievedDocument]) -> Result<()> {
+    if answer.len() > MAX_ANSWER_BYTES {
+        return Err(DetectError::InvalidParameter {
+            name: "answer",
+            reason: format!("longer than {MAX_ANSWER_BYTES} bytes"),
+        });
+    }
+    let docs: u64 = documents.iter().map(|d| d.text.len() as u64).sum();
+    let work = (answer.len() as u64).saturating_mul(docs);
+    if work > MAX_GROUNDING_WORK {
+        return Err(DetectError::InvalidParameter {
+            name: "documents",
+            reason: format!(
+                "{} answer bytes x {docs} document bytes is over the limit of {MAX_GROUNDING_WORK} \
+                 (shorten the answer or send fewer documents)",
+                answer.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Weights of the index (see the module table).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[allow(missing_docs)]
@@ -212,12 +243,7 @@ pub fn hallucination_index_parts(
     if answer.trim().is_empty() {
         return Err(DetectError::Empty { what: "answer" });
     }
-    if answer.len() > MAX_ANSWER_BYTES {
-        return Err(DetectError::InvalidParameter {
-            name: "answer",
-            reason: format!("longer than {MAX_ANSWER_BYTES} bytes"),
-        });
-    }
+    check_work(answer, documents)?;
     if !(0.0..=1.0).contains(&opts.support_threshold) || !(opts.medium <= opts.high) {
         return Err(DetectError::InvalidParameter {
             name: "options",

@@ -25,12 +25,20 @@ pub enum Auth {
 }
 
 impl Auth {
-    /// Loads a tokens file.
+    /// Loads a tokens file, warning when other users may read it (it holds secrets: keep it
+    /// `chmod 600`).
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
             path: path.to_owned(),
             source,
         })?;
+        if let Some(mode) = readable_by_others(path) {
+            tracing::warn!(
+                path = %path.display(),
+                mode = format!("{mode:o}"),
+                "the tokens file is readable by other users: chmod 600 it"
+            );
+        }
         Self::parse(&text).map_err(|message| ConfigError::Parse {
             path: path.to_owned(),
             message,
@@ -103,6 +111,13 @@ impl Auth {
             },
         }
     }
+}
+
+/// The file's permission bits when group or others may read it.
+pub fn readable_by_others(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o044 != 0).then_some(mode)
 }
 
 #[cfg(test)]

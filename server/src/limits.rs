@@ -20,7 +20,7 @@
 //! | `max_query_samples` (samples one PromQL query may hold, Prometheus' `--query.max-samples`) | 50,000,000 | 422 `execution` |
 //! | `max_connections` (open HTTP connections) | 4,096 | connection closed at accept |
 //! | `header_read_timeout_secs` (to send request headers; also the keep-alive idle timeout) | 30 | connection closed |
-//! | `body_read_timeout_secs` (longest pause while sending a request body) | 60 | 408 |
+//! | `body_read_timeout_secs` (longest pause while sending a request body) | 60 | 400, connection closed |
 //! | `max_detectors_per_tenant` (anomaly detectors one tenant may define) | 100 | 400 |
 //! | `max_detector_parameters` (N-BEATS parameters of one detector's model) | 8,000,000 | 400 |
 //! | `max_detector_training_bytes` (estimated memory of one model's training) | 1 GiB | 400 |

@@ -11,7 +11,7 @@
 //!   "start", "end", "step", "max_lag"}` (seconds, each query must yield one series).
 //!
 //! Errors are `{"status": "error", "errorType": .., "error": ".."}` with 400 for malformed or
-//! degenerate input, 413 for inputs over the size limits below, 415 for a body that is not
+//! degenerate input, 413 for hallucination inputs over the grounding work limit, 415 for a body that is not
 //! JSON, 503 past the deadline. Every computation runs through the [`super::Runner`]. With auth
 //! on, a valid bearer token is required; stored data is read from the caller's tenant.
 
@@ -23,7 +23,7 @@ use axum::routing::post;
 use serde::Deserialize;
 use sightline_detect::entropy::{UncertaintyOptions, response_uncertainty};
 use sightline_detect::granger::{Differencing, GrangerRequest, granger};
-use sightline_detect::hallucination::{HallucinationRequest, hallucination_index};
+use sightline_detect::hallucination::{HallucinationRequest, check_work, hallucination_index};
 use sightline_detect::logprobs::ChoiceLogprobs;
 use sightline_query::promql::{Budget, QueryResult, StoreSource, range_query};
 use sightline_storage::TenantId;
@@ -32,13 +32,6 @@ use super::{ApiError, AppState, Tenant, guard};
 
 /// Longest series accepted by the Granger endpoint.
 pub const MAX_GRANGER_POINTS: usize = 1_000_000;
-/// Longest answer the hallucination endpoint scores, in bytes (about 10,000 words).
-pub const MAX_HALLUCINATION_ANSWER_BYTES: usize = 64 << 10;
-/// Most document text the hallucination endpoint reads, all documents together, in bytes.
-pub const MAX_HALLUCINATION_DOCUMENT_BYTES: usize = 1 << 20;
-/// Most documents in one hallucination request.
-pub const MAX_HALLUCINATION_DOCUMENTS: usize = 256;
-
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -85,29 +78,11 @@ async fn entropy(
     .await
 }
 
-/// Refuses hallucination requests whose scoring would take more than a few seconds.
+/// Refuses hallucination requests whose scoring would take more than about a second
+/// (`sightline_detect::hallucination::check_work`) with 413.
 fn check_hallucination_size(req: &HallucinationRequest) -> Result<(), ApiError> {
-    let docs: usize = req.documents.iter().map(|d| d.text.len()).sum();
-    if req.answer.len() > MAX_HALLUCINATION_ANSWER_BYTES {
-        return Err(ApiError::new(
-            super::ErrorKind::TooLarge,
-            format!(
-                "answer of {} bytes; the limit is {MAX_HALLUCINATION_ANSWER_BYTES}",
-                req.answer.len()
-            ),
-        ));
-    }
-    if req.documents.len() > MAX_HALLUCINATION_DOCUMENTS || docs > MAX_HALLUCINATION_DOCUMENT_BYTES
-    {
-        return Err(ApiError::new(
-            super::ErrorKind::TooLarge,
-            format!(
-                "{} documents of {docs} bytes; the limits are {MAX_HALLUCINATION_DOCUMENTS} documents and {MAX_HALLUCINATION_DOCUMENT_BYTES} bytes",
-                req.documents.len()
-            ),
-        ));
-    }
-    Ok(())
+    check_work(&req.answer, &req.documents)
+        .map_err(|e| ApiError::new(super::ErrorKind::TooLarge, e.to_string()))
 }
 
 async fn hallucination(

@@ -5,8 +5,9 @@
 //! * `header_read_timeout_secs` to send a request's headers, counted from the start of the
 //!   connection or the end of the previous response, so it is also the keep-alive idle
 //!   timeout: a connection that sends nothing is closed after it;
-//! * HTTP/2 (cleartext, prior knowledge) pings idle connections every 30 s and closes those
-//!   that do not answer within 10 s, with at most 256 concurrent streams per connection;
+//! * HTTP/1.1 only (the OTLP/HTTP, Prometheus, Loki and Tempo clients all speak it; gRPC has
+//!   its own listener): sniffing for an HTTP/2 preface would wait on a silent connection with
+//!   no timeout;
 //! * the request body timeout is a layer of the router (`body_read_timeout_secs`, 408).
 //!
 //! Shutdown stops accepting, lets in-flight requests finish, and closes idle connections.
@@ -16,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -39,18 +40,11 @@ pub async fn serve(
     limits: ListenerLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let mut builder = Builder::new(TokioExecutor::new());
+    let mut builder = http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(Duration::from_secs(30)))
-        .keep_alive_timeout(Duration::from_secs(10))
-        .max_concurrent_streams(256);
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
@@ -79,9 +73,7 @@ pub async fn serve(
         let builder = Arc::clone(&builder);
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let conn = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                .into_owned();
+            let conn = builder.serve_connection(TokioIo::new(stream), svc);
             if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }

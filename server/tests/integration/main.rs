@@ -15,6 +15,7 @@ mod decode_robustness;
 mod demo;
 mod detect_api;
 mod detectors_api;
+mod hardening;
 mod loki_api;
 mod openapi;
 mod prometheus_api;

@@ -1,0 +1,448 @@
+//! Attacks on the HTTP surface of the real binary: each request that once crashed, froze or
+//! exhausted the server is sent again, and the server must answer 4xx/503, keep `/health` and
+//! ingest responsive, serve other tenants, and start again afterwards.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::common::{HttpResponse, ServerProcess, http};
+
+fn url_encode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+fn start(dir: &std::path::Path, extra: &[&str]) -> ServerProcess {
+    ServerProcess::start(&dir.join("data"), extra, dir.join("server.log"))
+}
+
+fn get(s: &ServerProcess, path: &str, headers: &[(&str, &str)]) -> HttpResponse {
+    http(s.http, "GET", path, headers, b"").unwrap()
+}
+
+fn post(s: &ServerProcess, path: &str, headers: &[(&str, &str)], body: &[u8]) -> HttpResponse {
+    http(s.http, "POST", path, headers, body).unwrap()
+}
+
+/// A GET with exactly these headers (the common client adds its own `Host`); the status.
+fn get_with_host(s: &ServerProcess, path: &str, host: &str) -> u16 {
+    let mut c = TcpStream::connect(s.http).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(c, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    c.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+const FORM: (&str, &str) = ("Content-Type", "application/x-www-form-urlencoded");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+/// `/health` answers within `within`.
+fn assert_healthy(s: &ServerProcess, within: Duration) {
+    let t = Instant::now();
+    let r = get(s, "/health", &[]);
+    assert_eq!(r.status, 200);
+    assert!(t.elapsed() < within, "/health took {:?}", t.elapsed());
+}
+
+/// A small OTLP/JSON export is accepted.
+fn assert_ingests(s: &ServerProcess, tenant: &str) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let body = format!(
+        r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"svc"}}}}]}},"scopeSpans":[{{"spans":[{{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"op","kind":2,"startTimeUnixNano":"{}","endTimeUnixNano":"{}"}}]}}]}}]}}"#,
+        now - 1_000_000,
+        now
+    );
+    let r = post(
+        s,
+        "/v1/traces",
+        &[JSON, ("X-Scope-OrgID", tenant)],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn deep_nesting_is_refused_everywhere_and_the_server_stays_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), &[]);
+    let sum = vec!["1"; 2000].join("+");
+    let abs = format!("{}1{}", "abs(".repeat(2000), ")".repeat(2000));
+    let parens = format!("{}1{}", "(".repeat(8000), ")".repeat(8000));
+    let logql = format!(
+        "{}count_over_time({{a=\"b\"}}[1m]){}",
+        "sum(".repeat(10_000),
+        ")".repeat(10_000)
+    );
+    let text = format!("{}a{}", "(".repeat(10_000), ")".repeat(10_000));
+    let traceql = format!("{{{}span.a=1{}}}", "(".repeat(10_000), ")".repeat(10_000));
+    // PromQL in a 4 KB URL, as the attack sent it.
+    let r = get(&s, &format!("/api/v1/query?query={}", url_encode(&sum)), &[]);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("limit"), "{}", r.text());
+    for (path, q) in [
+        ("/api/v1/query", &abs),
+        ("/api/v1/query_range", &abs),
+        ("/api/v1/format_query", &parens),
+        ("/api/v1/series", &format!("match[]={}", url_encode(&parens))),
+    ] {
+        let body = if q.starts_with("match[]") {
+            q.clone()
+        } else {
+            format!("query={}&start=0&end=60&step=15", url_encode(q))
+        };
+        let r = post(&s, path, &[FORM], body.as_bytes());
+        assert_eq!(r.status, 400, "{path}: {}", r.text());
+    }
+    let r = post(
+        &s,
+        "/loki/api/v1/query_range",
+        &[FORM],
+        format!("query={}", url_encode(&logql)).as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = post(
+        &s,
+        "/api/v1/logs/search",
+        &[FORM],
+        format!("q={}", url_encode(&text)).as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let plan = serde_json::json!({
+        "signal": "logs", "start": "2026-01-01T00:00:00Z", "end": "2026-01-02T00:00:00Z",
+        "text": text, "aggregates": [{"func": "count"}],
+    });
+    let r = post(&s, "/api/v1/aggregate", &[JSON], plan.to_string().as_bytes());
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = get(
+        &s,
+        &format!("/api/search?q={}", url_encode(&traceql[..4000])),
+        &[],
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_healthy(&s, Duration::from_secs(2));
+    assert_ingests(&s, "default");
+    // Real queries still work.
+    let r = get(&s, &format!("/api/v1/query?query={}", url_encode("1+2")), &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("\"3\""), "{}", r.text());
+}
+
+#[test]
+fn browsers_cannot_be_used_against_a_loopback_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), &["--allowed-host", "sightline.internal"]);
+    // DNS rebinding: a foreign Host is refused, loopback names and allowed hosts are answered.
+    assert_eq!(get_with_host(&s, "/api/v1/query?query=1", "evil.example"), 403);
+    assert_eq!(get_with_host(&s, "/health", "evil.example:4318"), 403);
+    for host in ["localhost:4318", "127.0.0.1", "[::1]:80", "sightline.internal"] {
+        assert_eq!(get_with_host(&s, "/api/v1/query?query=1", host), 200, "{host}");
+    }
+    // Cross-site writes: a foreign Origin is refused, a text/plain body too.
+    let spec = br#"{"name":"x","query":"up","step":"1m"}"#;
+    let r = post(
+        &s,
+        "/api/v1/detectors",
+        &[JSON, ("Origin", "http://evil.example")],
+        spec,
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    let r = post(&s, "/api/v1/detectors", &[("Content-Type", "text/plain")], spec);
+    assert_eq!(r.status, 415, "{}", r.text());
+    for path in ["/api/v1/aggregate", "/api/v1/detect/entropy", "/api/v1/traces/search"] {
+        let r = post(&s, path, &[("Content-Type", "text/plain")], b"{}");
+        assert_eq!(r.status, 415, "{path}: {}", r.text());
+    }
+    let r = get(&s, "/api/v1/detectors", &[]);
+    assert_eq!(r.status, 200);
+    assert!(!r.text().contains("\"x\""), "no detector was created: {}", r.text());
+    // No CORS unless configured.
+    let r = get(&s, "/api/v1/query?query=1", &[("Origin", "http://evil.example")]);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    drop(s);
+
+    let s = start(
+        dir.path(),
+        &["--cors-allowed-origin", "http://grafana.example:3000"],
+    );
+    let r = http(
+        s.http,
+        "OPTIONS",
+        "/api/v1/query",
+        &[
+            ("Origin", "http://grafana.example:3000"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        b"",
+    )
+    .unwrap();
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("http://grafana.example:3000")
+    );
+    let r = post(
+        &s,
+        "/api/v1/query",
+        &[FORM, ("Origin", "http://grafana.example:3000")],
+        b"query=1",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn silent_connections_are_closed_and_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sightline.toml");
+    std::fs::write(
+        &config,
+        "[limits]\nheader_read_timeout_secs = 2\nbody_read_timeout_secs = 2\n",
+    )
+    .unwrap();
+    let s = start(dir.path(), &["--config", config.to_str().unwrap()]);
+    // 600 sockets that never send a byte.
+    let mut silent: Vec<TcpStream> = (0..600)
+        .map(|_| TcpStream::connect(s.http).unwrap())
+        .collect();
+    assert_healthy(&s, Duration::from_secs(2));
+    assert_ingests(&s, "default");
+    std::thread::sleep(Duration::from_secs(4));
+    // The server closed every one of them after the header timeout.
+    let mut closed = 0;
+    for c in &mut silent {
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut buf = [0u8; 64];
+        if matches!(c.read(&mut buf), Ok(0) | Err(_)) {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 600, "silent connections left open");
+    // A half-sent request is closed the same way.
+    let mut half = TcpStream::connect(s.http).unwrap();
+    half.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+    half.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+    let t = Instant::now();
+    let mut buf = Vec::new();
+    let _ = half.read_to_end(&mut buf);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // A body that stops halfway is given up on after the body timeout.
+    let mut slow = TcpStream::connect(s.http).unwrap();
+    write!(
+        slow,
+        "POST /api/v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nquery=1"
+    )
+    .unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+    let t = Instant::now();
+    let mut buf = Vec::new();
+    let _ = slow.read_to_end(&mut buf);
+    let answer = String::from_utf8_lossy(&buf);
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
+    assert!(
+        answer.starts_with("HTTP/1.1 400") || answer.starts_with("HTTP/1.1 408"),
+        "a stalled body got {answer:?}"
+    );
+    drop(s);
+
+    // The connection cap: past it a connection is closed at once, and the server recovers.
+    let s = start(
+        dir.path(),
+        &["--config", config.to_str().unwrap(), "--max-connections", "8"],
+    );
+    let held: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(s.http).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut extra = TcpStream::connect(s.http).unwrap();
+    extra.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let _ = extra.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    let mut buf = Vec::new();
+    let _ = extra.read_to_end(&mut buf);
+    assert!(
+        !String::from_utf8_lossy(&buf).contains("200 OK"),
+        "a connection past the cap was served"
+    );
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_healthy(&s, Duration::from_secs(2));
+}
+
+/// A hallucination request at the grounding work limit: about a second of CPU per request.
+fn heavy_hallucination() -> Vec<u8> {
+    let sentence = |i: usize| {
+        format!(
+            "The component number {i} reported value {} to the operator on duty. ",
+            i * 7
+        )
+    };
+    let mut answer = String::new();
+    let mut i = 0;
+    while answer.len() < 16 << 10 {
+        answer.push_str(&sentence(i));
+        i += 1;
+    }
+    let mut docs = Vec::new();
+    let mut total = 0;
+    let mut d = 0;
+    while total + 4096 <= (256 << 10) - 4096 {
+        let mut text = String::new();
+        while text.len() < 4000 {
+            text.push_str(&sentence(i));
+            i += 3;
+        }
+        total += text.len();
+        docs.push(serde_json::json!({"id": format!("d{d}"), "text": text}));
+        d += 1;
+    }
+    serde_json::json!({"answer": answer, "documents": docs})
+        .to_string()
+        .into_bytes()
+}
+
+#[test]
+fn one_tenant_cannot_starve_another_and_work_stays_off_the_async_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(
+        dir.path(),
+        &[
+            "--max-concurrent-queries",
+            "2",
+            "--max-concurrent-queries-per-tenant",
+            "1",
+        ],
+    );
+    let heavy = heavy_hallucination();
+    let one = Instant::now();
+    let r = post(
+        &s,
+        "/api/v1/detect/hallucination",
+        &[JSON, ("X-Scope-OrgID", "a")],
+        &heavy,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let single = one.elapsed();
+    // Tenant a floods the server with heavy requests.
+    let addr = s.http;
+    let flood: Vec<_> = (0..4)
+        .map(|_| {
+            let body = heavy.clone();
+            std::thread::spawn(move || {
+                http(
+                    addr,
+                    "POST",
+                    "/api/v1/detect/hallucination",
+                    &[JSON, ("X-Scope-OrgID", "a")],
+                    &body,
+                )
+                .map(|r| r.status)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // Tenant b is served while a's requests queue on a's own share.
+    let t = Instant::now();
+    let r = post(
+        &s,
+        "/api/v1/query",
+        &[FORM, ("X-Scope-OrgID", "b")],
+        b"query=vector(1)",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        t.elapsed() < single + Duration::from_millis(500),
+        "tenant b waited {:?} (one heavy request takes {single:?})",
+        t.elapsed()
+    );
+    assert_healthy(&s, Duration::from_millis(500));
+    assert_ingests(&s, "b");
+    for f in flood {
+        assert_eq!(f.join().unwrap().unwrap(), 200);
+    }
+    // Over the work limit: 413 before any work is done.
+    let mut huge: serde_json::Value = serde_json::from_slice(&heavy).unwrap();
+    huge["answer"] = serde_json::Value::String("word ".repeat(40_000));
+    let t = Instant::now();
+    let r = post(
+        &s,
+        "/api/v1/detect/hallucination",
+        &[JSON],
+        huge.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(t.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn small_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "secret-a team-a\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let s = start(
+        dir.path(),
+        &["--auth-tokens-file", tokens.to_str().unwrap()],
+    );
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
+    assert!(
+        log.contains("tokens file is readable by other users"),
+        "no warning for a world-readable tokens file:\n{log}"
+    );
+    // Every route checks the tenant, the patterns endpoint included.
+    for path in [
+        "/loki/api/v1/patterns?query=%7Ba%3D%22b%22%7D",
+        "/api/v1/query?query=1",
+        "/api/v1/status/runtimeinfo",
+    ] {
+        let r = get(&s, path, &[]);
+        assert_eq!(r.status, 401, "{path}: {}", r.text());
+    }
+    let auth = ("Authorization", "Bearer secret-a");
+    let r = get(&s, "/api/v1/status/runtimeinfo", &[auth]);
+    assert_eq!(r.status, 200);
+    let cwd = std::env::current_dir().unwrap();
+    assert!(
+        !r.text().contains(cwd.to_str().unwrap()),
+        "runtimeinfo shows the working directory: {}",
+        r.text()
+    );
+    // Extreme ranges cannot overflow the point check.
+    let r = get(
+        &s,
+        "/api/v1/quality?metric=hallucination_index&start=-9223372036&end=9223372036&step=1ms",
+        &[auth],
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    drop(s);
+
+    // With auth off, an invalid tenant id is 400 on every route.
+    let s = start(dir.path(), &[]);
+    let bad = ("X-Scope-OrgID", "../etc");
+    for path in [
+        "/api/v1/query?query=1",
+        "/loki/api/v1/labels",
+        "/api/v1/traces/search",
+        "/api/v1/logs/search",
+        "/api/v1/detectors",
+        "/api/search",
+    ] {
+        let r = get(&s, path, &[bad]);
+        assert_eq!(r.status, 400, "{path}: {}", r.text());
+    }
+    let r = post(&s, "/v1/traces", &[JSON, bad], b"{}");
+    assert_eq!(r.status, 400, "{}", r.text());
+    // Data files are private to the server's user.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(dir.path().join("data"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "data dir mode {mode:o}");
+}
