@@ -58,7 +58,11 @@ pub struct Window {
     pub step_ms: i64,
 }
 
-/// Evaluate `query` over `w`; one entry per returned series (trimmed, possibly empty).
+/// Longest evaluation of one detector query, like an HTTP query's default deadline.
+pub const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Evaluate `query` over `w` (within [`FETCH_TIMEOUT`] and the default sample budget); one
+/// entry per returned series (trimmed, possibly empty).
 pub fn fetch(
     store: &Store,
     tenant: &TenantId,
@@ -72,7 +76,7 @@ pub fn fetch(
         w.start_ms,
         w.end_ms,
         w.step_ms,
-        &Budget::default(),
+        &Budget::until(sightline_storage::Deadline::after(FETCH_TIMEOUT)),
     )
     .map_err(|e| format!("query {query:?}: {e}"))?;
     let series = match result {

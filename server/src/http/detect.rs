@@ -26,7 +26,7 @@ use sightline_detect::granger::{Differencing, GrangerRequest, granger};
 use sightline_detect::hallucination::{HallucinationRequest, check_work, hallucination_index};
 use sightline_detect::logprobs::ChoiceLogprobs;
 use sightline_query::promql::{Budget, QueryResult, StoreSource, range_query};
-use sightline_storage::TenantId;
+use sightline_storage::{Deadline, TenantId};
 
 use super::{ApiError, AppState, Tenant, guard};
 
@@ -49,12 +49,9 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 async fn run<T, F>(st: &AppState, tenant: &TenantId, work: F) -> Result<Response, ApiError>
 where
     T: serde::Serialize + Send + 'static,
-    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    F: FnOnce(&Deadline) -> Result<T, ApiError> + Send + 'static,
 {
-    let v = st
-        .runner
-        .run(tenant, st.runner.timeout(None), move |_| work())
-        .await?;
+    let v = st.runner.run(tenant, st.runner.timeout(None), work).await?;
     Ok(axum::Json(v).into_response())
 }
 
@@ -70,7 +67,7 @@ async fn entropy(
     Tenant(tenant): Tenant,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    run(&st, &tenant, move || {
+    run(&st, &tenant, move |_| {
         let req: EntropyRequest = parse(&body)?;
         response_uncertainty(&req.logprobs, &req.options)
             .map_err(|e| ApiError::bad_data(e.to_string()))
@@ -90,7 +87,7 @@ async fn hallucination(
     Tenant(tenant): Tenant,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    run(&st, &tenant, move || {
+    run(&st, &tenant, move |_| {
         let req: HallucinationRequest = parse(&body)?;
         check_hallucination_size(&req)?;
         hallucination_index(&req).map_err(|e| ApiError::bad_data(e.to_string()))
@@ -158,7 +155,9 @@ async fn granger_handler(
 ) -> Result<Response, ApiError> {
     let store = st.store().clone();
     let t = tenant.clone();
-    let work = move || -> Result<serde_json::Value, ApiError> {
+    let max_samples = st.limits().max_query_samples;
+    let work = move |deadline: &Deadline| -> Result<serde_json::Value, ApiError> {
+        let budget = Budget::until(deadline.clone()).with_max_samples(max_samples);
         let value: serde_json::Value = parse(&body)?;
         let req: GrangerRequest = if value.get("cause_query").is_some() {
             let q: QueryGranger = serde_json::from_value(value)
@@ -181,7 +180,7 @@ async fn granger_handler(
             }
             let src = StoreSource::new(&store, t);
             let eval = |query: &str, what: &str| {
-                range_query(&src, query, start_ms, end_ms, step_ms, &Budget::default())
+                range_query(&src, query, start_ms, end_ms, step_ms, &budget)
                     .map_err(|e| ApiError::from(e).context(what))
                     .and_then(|r| {
                         one_series(r, what, n, start_ms, step_ms)

@@ -72,15 +72,15 @@ async fn evaluate<F>(
     f: F,
 ) -> Result<QueryResult, ApiError>
 where
-    F: FnOnce(&dyn SampleSource, &Deadline) -> sightline_query::Result<QueryResult>
-        + Send
-        + 'static,
+    F: FnOnce(&dyn SampleSource, &Budget) -> sightline_query::Result<QueryResult> + Send + 'static,
 {
     let store = Arc::clone(st.store());
     let t = tenant.clone();
+    let max_samples = st.limits().max_query_samples;
     run_blocking(st, &tenant, timeout, move |deadline| {
         let src = StoreSource::new(&store, t);
-        f(&src, deadline).map_err(query_error)
+        let budget = Budget::until(deadline.clone()).with_max_samples(max_samples);
+        f(&src, &budget).map_err(query_error)
     })
     .await
 }
@@ -99,8 +99,8 @@ pub async fn instant(
         let time = p.time_or("time", now_ms())?;
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
-        let r = evaluate(&st, tenant, timeout, move |src, _deadline| {
-            instant_query(src, &query, time, &Budget::default())
+        let r = evaluate(&st, tenant, timeout, move |src, budget| {
+            instant_query(src, &query, time, budget)
         })
         .await?;
         Ok::<_, ApiError>(render(r))
@@ -129,8 +129,8 @@ pub async fn range(
         })?;
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
-        let r = evaluate(&st, tenant, timeout, move |src, _deadline| {
-            range_query(src, &query, start, end, step, &Budget::default())
+        let r = evaluate(&st, tenant, timeout, move |src, budget| {
+            range_query(src, &query, start, end, step, budget)
         })
         .await?;
         Ok::<_, ApiError>(render(r))
