@@ -28,7 +28,9 @@ mod request;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sightline_storage::{Predicate, ScanRequest, ScanStats, Signal, Store, TenantId, TimeRange};
+use sightline_storage::{
+    Deadline, Predicate, ScanRequest, ScanStats, Signal, Store, TenantId, TimeRange,
+};
 
 pub use accumulate::Cell;
 pub use fields::{KNOWN_FIELDS, time_column};
@@ -177,6 +179,9 @@ pub struct Plan {
     pub order_by: Option<OrderBy>,
     /// Most output rows.
     pub limit: Option<usize>,
+    /// When execution must stop ([`QueryError::Timeout`]): checked by the storage scan per
+    /// row group and batch, and here per batch folded.
+    pub deadline: Deadline,
 }
 
 /// How a plan ran: the storage stage and this crate's stage.
@@ -229,6 +234,7 @@ impl Plan {
             columns: Vec::new(),
             order_by: None,
             limit: None,
+            deadline: Deadline::none(),
         }
     }
 
@@ -430,6 +436,7 @@ impl Aggregate {
 /// Runs a plan against a store.
 pub fn execute(store: &Store, plan: &Plan) -> Result<Table> {
     plan.validate()?;
+    plan.deadline.check()?;
     let projection = plan.projection()?;
     let req = ScanRequest {
         tenant: plan.tenant.clone(),
@@ -438,7 +445,7 @@ pub fn execute(store: &Store, plan: &Plan) -> Result<Table> {
         predicates: plan.predicates.clone(),
         projection: Some(projection.clone()),
         rollups: plan.rollup_exact(),
-        deadline: sightline_storage::Deadline::none(),
+        deadline: plan.deadline.clone(),
         rollup_durations: plan
             .aggregates
             .iter()

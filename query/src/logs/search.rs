@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use arrow_array::{Array, FixedSizeBinaryArray, Int32Array, RecordBatch, TimestampNanosecondArray};
 use sightline_storage::schema::col;
 use sightline_storage::{
-    LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, SpanId, Store, TenantId,
-    TimeRange, TraceId, UnixNanos,
+    Deadline, LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, SpanId, Store,
+    TenantId, TimeRange, TraceId, UnixNanos,
 };
 
 use super::labels::{attribute_value, level_of};
@@ -32,6 +32,10 @@ pub struct LogFilter {
     pub trace_id: Option<TraceId>,
     /// Lines correlated with this span.
     pub span_id: Option<SpanId>,
+    /// When the search or histogram must stop ([`QueryError::Timeout`]): the storage scans
+    /// check it per row group and batch, and the residual filtering per batch. Not a
+    /// condition on lines; [`LogFilter::new`] sets none.
+    pub deadline: Deadline,
 }
 
 impl LogFilter {
@@ -45,12 +49,14 @@ impl LogFilter {
             severity_text: None,
             trace_id: None,
             span_id: None,
+            deadline: Deadline::none(),
         }
     }
 
     /// The storage scan for this filter: everything storage can prune on.
     pub fn scan_request(&self, tenant: &TenantId) -> ScanRequest {
-        let mut req = ScanRequest::new(tenant.clone(), Signal::Logs, self.time);
+        let mut req =
+            ScanRequest::new(tenant.clone(), Signal::Logs, self.time).until(self.deadline.clone());
         if let Some(q) = self.full_text.as_deref().filter(|q| !q.trim().is_empty()) {
             req = req.with(Predicate::FullText(q.to_owned()));
         }
@@ -148,6 +154,7 @@ pub(crate) fn matching_rows(
 ) -> Result<Vec<(i64, usize, usize)>> {
     let mut hits = Vec::new();
     for (bi, b) in batches.iter().enumerate() {
+        filter.deadline.check()?;
         let cols = Residual::of(b)?;
         for row in 0..b.num_rows() {
             if filter.residual(&cols, row) {
@@ -301,6 +308,7 @@ pub fn histogram(store: &Store, tenant: &TenantId, req: &HistogramRequest) -> Re
     let scan = store.scan(&scan_req)?;
     let mut groups: BTreeMap<Option<String>, Vec<u64>> = BTreeMap::new();
     for (bi, b) in scan.batches.iter().enumerate() {
+        req.filter.deadline.check()?;
         let cols = Residual::of(b)?;
         let sev_text = b
             .column_by_name(col::SEVERITY_TEXT)

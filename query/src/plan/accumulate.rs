@@ -408,6 +408,7 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch], rollups: &[RecordBatch])
         .map(|b| (b, false))
         .chain(rollups.iter().map(|b| (b, true)));
     for (batch, is_rollup) in sources {
+        plan.deadline.check()?;
         let n = batch.num_rows();
         let keep = if is_rollup {
             explain.rollup_rows += n as u64;
@@ -660,6 +661,7 @@ fn top_rows(plan: &Plan, batches: &[RecordBatch], mut explain: Explain) -> Resul
     // (order value, batch, row) of every row that passes.
     let mut cand: Vec<(f64, u32, u32)> = Vec::new();
     for (bi, batch) in batches.iter().enumerate() {
+        plan.deadline.check()?;
         explain.rows_scanned += batch.num_rows() as u64;
         let keep = filter_mask(plan, batch)?;
         let ts = times(batch, plan.signal)?;

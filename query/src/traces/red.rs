@@ -19,7 +19,9 @@ use arrow_array::{
 use serde::Serialize;
 use sightline_storage::rollup;
 use sightline_storage::schema::col;
-use sightline_storage::{ScanRequest, ScanStats, Signal, StatusCode, Store, TenantId, TimeRange};
+use sightline_storage::{
+    Deadline, ScanRequest, ScanStats, Signal, StatusCode, Store, TenantId, TimeRange,
+};
 
 use super::filter::{Cond, column};
 use super::search::scan_matching;
@@ -69,6 +71,9 @@ pub struct RedQuery {
     pub group_by: GroupBy,
     /// Conditions on spans.
     pub conds: Vec<Cond>,
+    /// When the query must stop ([`QueryError::Timeout`]): the scan checks it per row group
+    /// and batch, the folding per batch.
+    pub deadline: Deadline,
 }
 
 /// Aggregates of one bucket (or a whole range).
@@ -252,22 +257,31 @@ pub fn red(store: &Store, tenant: &TenantId, q: &RedQuery) -> Result<RedResult> 
         && q.step_nanos % minute == 0
         && q.conds.iter().all(|c| c.pushdown().is_some())
     {
-        let mut req = ScanRequest::new(tenant.clone(), Signal::Spans, q.time).project(&extra);
+        let mut req = ScanRequest::new(tenant.clone(), Signal::Spans, q.time)
+            .project(&extra)
+            .until(q.deadline.clone());
         req.predicates = q.conds.iter().filter_map(Cond::pushdown).collect();
         req.rollups = true;
         req.rollup_durations = true;
         let res = store.scan(&req)?;
         for b in &res.batches {
+            q.deadline.check()?;
             fold_rows(q, b, &vec![true; b.num_rows()], &mut acc, &mut total)?;
         }
         for b in &res.rollups {
+            q.deadline.check()?;
             fold_rollup(q, b, &mut acc, &mut total)?;
         }
         res.stats
     } else {
-        scan_matching(store, tenant, q.time, &q.conds, &extra, |b, mask| {
-            fold_rows(q, b, mask, &mut acc, &mut total)
-        })?
+        scan_matching(
+            store,
+            tenant,
+            (q.time, &q.deadline),
+            &q.conds,
+            &extra,
+            |b, mask| fold_rows(q, b, mask, &mut acc, &mut total),
+        )?
     };
     let step_secs = q.step_nanos as f64 / 1e9;
     let range_secs = span as f64 / 1e9;

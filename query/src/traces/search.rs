@@ -17,7 +17,8 @@ use arrow_array::{
 use serde::Serialize;
 use sightline_storage::schema::col;
 use sightline_storage::{
-    ScanRequest, ScanStats, Signal, SpanId, StatusCode, Store, TenantId, TimeRange, TraceId,
+    Deadline, ScanRequest, ScanStats, Signal, SpanId, StatusCode, Store, TenantId, TimeRange,
+    TraceId,
 };
 
 use super::filter::{Cond, and_into, column, fixed_bytes};
@@ -52,6 +53,9 @@ pub struct SpanQuery {
     pub sort: SortBy,
     /// Trace search: most matched spans listed per trace (all are counted).
     pub spans_per_trace: usize,
+    /// When the search must stop ([`crate::QueryError::Timeout`]): the scans check it per
+    /// row group and batch, the search per batch and per trace read.
+    pub deadline: Deadline,
 }
 
 impl SpanQuery {
@@ -63,6 +67,7 @@ impl SpanQuery {
             limit: 20,
             sort: SortBy::Start,
             spans_per_trace: 3,
+            deadline: Deadline::none(),
         }
     }
 
@@ -194,16 +199,16 @@ pub const HIT_COLUMNS: &[&str] = &[
 ];
 
 /// Scans the spans matching every condition and passes each matching batch with its mask to
-/// `f`. Returns the scan statistics.
+/// `f`, until `deadline`. Returns the scan statistics.
 pub(crate) fn scan_matching(
     store: &Store,
     tenant: &TenantId,
-    time: TimeRange,
+    (time, deadline): (TimeRange, &Deadline),
     conds: &[Cond],
     extra_columns: &[&str],
     mut f: impl FnMut(&RecordBatch, &[bool]) -> Result<()>,
 ) -> Result<ScanStats> {
-    let mut req = ScanRequest::new(tenant.clone(), Signal::Spans, time);
+    let mut req = ScanRequest::new(tenant.clone(), Signal::Spans, time).until(deadline.clone());
     let mut local: Vec<&Cond> = Vec::new();
     for c in conds {
         match c.pushdown() {
@@ -220,6 +225,7 @@ pub(crate) fn scan_matching(
     req = req.project(&cols);
     let res = store.scan(&req)?;
     for b in &res.batches {
+        deadline.check()?;
         let mut mask = vec![true; b.num_rows()];
         for c in &local {
             and_into(&mut mask, &c.eval(b)?);
@@ -310,7 +316,8 @@ pub fn matching_spans(
     q: &SpanQuery,
 ) -> Result<(Vec<SpanHit>, ScanStats)> {
     let mut out = Vec::new();
-    let stats = scan_matching(store, tenant, q.time, &q.conds, HIT_COLUMNS, |b, m| {
+    let within = (q.time, &q.deadline);
+    let stats = scan_matching(store, tenant, within, &q.conds, HIT_COLUMNS, |b, m| {
         hits(b, m, &mut out)
     })?;
     Ok((out, stats))
@@ -408,15 +415,17 @@ pub fn summarize(spans: &[SpanHit]) -> TraceSummary {
     }
 }
 
-/// Reads the hit columns of every span of one trace.
+/// Reads the hit columns of every span of one trace, until `deadline`.
 pub fn trace_spans(
     store: &Store,
     tenant: &TenantId,
     trace: TraceId,
+    deadline: &Deadline,
 ) -> Result<(Vec<SpanHit>, ScanStats)> {
     let req = ScanRequest::new(tenant.clone(), Signal::Spans, TimeRange::ALL)
         .with(sightline_storage::Predicate::TraceId(trace))
-        .project(HIT_COLUMNS);
+        .project(HIT_COLUMNS)
+        .until(deadline.clone());
     let res = store.scan(&req)?;
     let mut out = Vec::new();
     for b in &res.batches {
@@ -434,7 +443,7 @@ pub fn search_traces(store: &Store, tenant: &TenantId, q: &SpanQuery) -> Result<
     let total_traces = ranked.len();
     let mut traces = Vec::new();
     for (trace_id, matched) in ranked.into_iter().take(q.limit) {
-        let (all, s) = trace_spans(store, tenant, trace_id)?;
+        let (all, s) = trace_spans(store, tenant, trace_id, &q.deadline)?;
         stats.add(&s);
         let sum = summarize(&all);
         traces.push(TraceHit {

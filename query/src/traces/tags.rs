@@ -6,7 +6,9 @@ use arrow_array::{Array, Float64Array, Int64Array, StringArray, UInt8Array};
 use serde::Serialize;
 use sightline_storage::predicate::span_kind_name;
 use sightline_storage::schema::{self, col};
-use sightline_storage::{AttrValue, ScanStats, Signal, StatusCode, Store, TenantId, TimeRange};
+use sightline_storage::{
+    AttrValue, Deadline, ScanStats, Signal, StatusCode, Store, TenantId, TimeRange,
+};
 
 use super::filter::{AttrList, Cond, NUMERIC_COLUMNS, Scope};
 use super::search::scan_matching;
@@ -51,8 +53,14 @@ fn string_columns() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-/// Attribute keys of the spans of `tenant` starting in `time`.
-pub fn tag_names(store: &Store, tenant: &TenantId, time: TimeRange) -> Result<TagNames> {
+/// Attribute keys of the spans of `tenant` starting in `time`; [`crate::QueryError::Timeout`]
+/// once `deadline` passes.
+pub fn tag_names(
+    store: &Store,
+    tenant: &TenantId,
+    time: TimeRange,
+    deadline: &Deadline,
+) -> Result<TagNames> {
     let mut span: BTreeSet<String> = BTreeSet::new();
     let mut resource: BTreeSet<String> = BTreeSet::new();
     resource.insert("service.name".to_owned());
@@ -68,7 +76,7 @@ pub fn tag_names(store: &Store, tenant: &TenantId, time: TimeRange) -> Result<Ta
     let mut cols: Vec<&str> = vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES];
     cols.extend(promoted.iter().map(|(_, c)| *c));
     let mut truncated = false;
-    let stats = scan_matching(store, tenant, time, &[], &cols, |b, _| {
+    let stats = scan_matching(store, tenant, (time, deadline), &[], &cols, |b, _| {
         for (key, c) in &promoted {
             if b.column_by_name(c)
                 .is_some_and(|a| a.null_count() < a.len())
@@ -118,7 +126,8 @@ fn typed(v: &AttrValue) -> Option<TypedValue> {
 
 /// Distinct values of `key` (looked up in `scope`; `scope = Any` with an intrinsic name lists
 /// the intrinsic) over the spans in `time` that satisfy `conds`. Sorted, at most [`MAX_TAGS`];
-/// the flag says whether the listing was cut.
+/// the flag says whether the listing was cut. [`crate::QueryError::Timeout`] once `deadline`
+/// passes.
 pub fn tag_values(
     store: &Store,
     tenant: &TenantId,
@@ -126,6 +135,7 @@ pub fn tag_values(
     scope: Scope,
     key: &str,
     conds: &[Cond],
+    deadline: &Deadline,
 ) -> Result<(Vec<TypedValue>, bool)> {
     let mut out: BTreeSet<TypedValue> = BTreeSet::new();
     let mut truncated = false;
@@ -164,7 +174,7 @@ pub fn tag_values(
         Some(c) => vec![c],
         None => vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES],
     };
-    scan_matching(store, tenant, time, conds, &cols, |b, mask| {
+    scan_matching(store, tenant, (time, deadline), conds, &cols, |b, mask| {
         if let Some(c) = column {
             let a = b
                 .column_by_name(c)

@@ -15,8 +15,8 @@ use sightline_query::promql::{Budget, MemorySource, QueryResult, instant_query, 
 use sightline_query::traces::traceql::{self, parse_tags};
 use sightline_query::traces::{SpanQuery, search_spans};
 use sightline_storage::{
-    AttrValue, FsyncPolicy, LogRecord, SpanId, SpanRecord, Store, StoreConfig, TenantId, TimeRange,
-    TraceId, UnixNanos,
+    AttrValue, Deadline, FsyncPolicy, LogRecord, SpanId, SpanRecord, Store, StoreConfig, TenantId,
+    TimeRange, TraceId, UnixNanos,
 };
 
 const BASE: i64 = 1_700_000_000_000_000_000;
@@ -232,7 +232,7 @@ fn logql_at_the_limits_parses_and_evaluates_on_a_small_stack() {
         let time = BASE + 10_000_000_000;
         for (q, want) in &metric_cases {
             let e = logql::parse(q).unwrap();
-            let out = query_instant(&store, &t, &e, time).unwrap();
+            let out = query_instant(&store, &t, &e, time, &Deadline::none()).unwrap();
             assert_eq!(metric_value(out.value), *want, "{q}");
         }
         let e = logql::parse(&stages).unwrap();
@@ -243,7 +243,10 @@ fn logql_at_the_limits_parses_and_evaluates_on_a_small_stack() {
             limit: 100,
             direction: Direction::Backward,
         };
-        let QueryValue::Streams(streams) = query_range(&store, &t, &e, p).unwrap().value else {
+        let QueryValue::Streams(streams) = query_range(&store, &t, &e, p, &Deadline::none())
+            .unwrap()
+            .value
+        else {
             panic!("a log query returns streams");
         };
         assert_eq!(streams.iter().map(|s| s.entries.len()).sum::<usize>(), 10);

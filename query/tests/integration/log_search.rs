@@ -10,8 +10,8 @@ use sightline_query::logs::{
     search,
 };
 use sightline_storage::{
-    AttrValue, LogRecord, MatchOp, Matcher, SpanId, Store, StoreConfig, TenantId, TimeRange,
-    TraceId, UnixNanos,
+    AttrValue, Deadline, LogRecord, MatchOp, Matcher, SpanId, Store, StoreConfig, TenantId,
+    TimeRange, TraceId, UnixNanos,
 };
 
 const WORDS: &[&str] = &[
@@ -490,7 +490,7 @@ fn logql_over_store() {
     // Log query with json + label filter, streams grouped by labels.
     let e =
         parse(r#"{service_name="api"} |= "req" | json | status >= 300 | nested_k="v1""#).unwrap();
-    let out = query_range(&store, &t, &e, p).unwrap();
+    let out = query_range(&store, &t, &e, p, &Deadline::none()).unwrap();
     let QueryValue::Streams(streams) = out.value else {
         panic!()
     };
@@ -511,7 +511,14 @@ fn logql_over_store() {
 
     // Limit keeps the newest lines across streams.
     let e = parse(r#"{service_name=~"api|worker"}"#).unwrap();
-    let out = query_range(&store, &t, &e, RangeParams { limit: 7, ..p }).unwrap();
+    let out = query_range(
+        &store,
+        &t,
+        &e,
+        RangeParams { limit: 7, ..p },
+        &Deadline::none(),
+    )
+    .unwrap();
     let QueryValue::Streams(streams) = out.value else {
         panic!()
     };
@@ -529,7 +536,7 @@ fn logql_over_store() {
 
     // Log volume: sum by (level) (count_over_time(...[1m])).
     let e = parse(r#"sum by (level) (count_over_time({service_name=~".+"}[1m]))"#).unwrap();
-    let out = query_range(&store, &t, &e, p).unwrap();
+    let out = query_range(&store, &t, &e, p, &Deadline::none()).unwrap();
     let QueryValue::Matrix(m) = out.value else {
         panic!()
     };
@@ -549,7 +556,14 @@ fn logql_over_store() {
 
     // Rate and topk.
     let e = parse(r#"topk(1, sum by (service_name) (rate({service_name=~".+"}[1m])))"#).unwrap();
-    let out = query_instant(&store, &t, &e, BASE + 119 * 1_000_000_000).unwrap();
+    let out = query_instant(
+        &store,
+        &t,
+        &e,
+        BASE + 119 * 1_000_000_000,
+        &Deadline::none(),
+    )
+    .unwrap();
     let QueryValue::Vector(v) = out.value else {
         panic!()
     };
@@ -561,7 +575,14 @@ fn logql_over_store() {
     assert_eq!(v[0].points[0].1, 40.0 / 60.0);
 
     // Health check.
-    let out = query_instant(&store, &t, &parse("vector(1)+vector(1)").unwrap(), BASE).unwrap();
+    let out = query_instant(
+        &store,
+        &t,
+        &parse("vector(1)+vector(1)").unwrap(),
+        BASE,
+        &Deadline::none(),
+    )
+    .unwrap();
     let QueryValue::Vector(v) = out.value else {
         panic!()
     };
@@ -570,5 +591,14 @@ fn logql_over_store() {
     assert_eq!(v[0].points[0].1, 2.0);
 
     // Instant log queries are refused.
-    assert!(query_instant(&store, &t, &parse(r#"{a="b"}"#).unwrap(), BASE).is_err());
+    assert!(
+        query_instant(
+            &store,
+            &t,
+            &parse(r#"{a="b"}"#).unwrap(),
+            BASE,
+            &Deadline::none()
+        )
+        .is_err()
+    );
 }

@@ -8,6 +8,7 @@
 mod golden;
 
 mod bounds;
+mod deadlines;
 mod log_search;
 mod plan;
 mod promql;

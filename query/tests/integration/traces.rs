@@ -11,8 +11,8 @@ use sightline_query::traces::{
     trace_by_id,
 };
 use sightline_storage::{
-    AttrValue, FsyncPolicy, MatchOp, SpanId, SpanKind, SpanRecord, StatusCode, Store, StoreConfig,
-    TenantId, TimeRange, TraceId, UnixNanos,
+    AttrValue, Deadline, FsyncPolicy, MatchOp, SpanId, SpanKind, SpanRecord, StatusCode, Store,
+    StoreConfig, TenantId, TimeRange, TraceId, UnixNanos,
 };
 
 const HOUR: i64 = 3_600_000_000_000;
@@ -314,6 +314,7 @@ proptest! {
             step_nanos: step_min * 60_000_000_000,
             group_by: [GroupBy::Service, GroupBy::Model, GroupBy::Operation, GroupBy::Name][group],
             conds: filters.iter().map(cond).collect(),
+            deadline: Deadline::none(),
         };
         let a = red(&flushed, &tenant(), &q).unwrap();
         let b = red(&unflushed, &tenant(), &q).unwrap();
@@ -483,6 +484,7 @@ fn red_aggregates_per_group_and_bucket() {
         step_nanos: 60_000_000_000,
         group_by: GroupBy::Model,
         conds: Vec::new(),
+        deadline: Deadline::none(),
     };
     let r = red(&store, &tenant(), &q).unwrap();
     let groups: BTreeSet<&str> = r.series.iter().map(|s| s.group.as_str()).collect();

@@ -28,7 +28,7 @@ use sightline_query::QueryError;
 use sightline_query::logs::Direction;
 use sightline_query::logs::logql::eval::{QueryOutput, QueryValue, RangeParams, Series};
 use sightline_query::logs::logql::{self, eval};
-use sightline_storage::TenantId;
+use sightline_storage::{Deadline, TenantId};
 
 use super::params::{self, get as param};
 use super::{ApiError, AppState};
@@ -261,6 +261,7 @@ async fn query_range(
                 limit,
                 direction,
             },
+            &Deadline::none(),
         )
         .map_err(query_err)?;
         Ok(result_json(&out, started))
@@ -288,7 +289,8 @@ async fn query(
             Some(t) => params::parse_time(t).map_err(bad)?,
             None => params::now_ns(),
         };
-        let out = eval::query_instant(&store, &tenant, &expr, time_ns).map_err(query_err)?;
+        let out = eval::query_instant(&store, &tenant, &expr, time_ns, &Deadline::none())
+            .map_err(query_err)?;
         Ok(result_json(&out, started))
     })
     .await

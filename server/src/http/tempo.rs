@@ -29,7 +29,7 @@ use sightline_query::traces::traceql::{parse, parse_duration, parse_tags};
 use sightline_query::traces::{
     CmpOp, Cond, Scope, SpanHit, SpanQuery, search_traces, tag_names, tag_values, trace_by_id,
 };
-use sightline_storage::{TenantId, TimeRange, UnixNanos};
+use sightline_storage::{Deadline, TenantId, TimeRange, UnixNanos};
 
 pub use export::{resource_spans, span, span_attributes};
 pub use proto::{Trace, TraceByIdMetrics, TraceByIdResponse, ids_to_base64};
@@ -315,7 +315,7 @@ async fn tags(
     let store = st.store().clone();
     let tn = tenant.clone();
     blocking(&st, &tenant, move || {
-        let t = tag_names(&store, &tn, time).map_err(from_query)?;
+        let t = tag_names(&store, &tn, time, &Deadline::none()).map_err(from_query)?;
         if !v2 {
             let mut all: Vec<String> = t.span.iter().chain(&t.resource).cloned().collect();
             all.sort();
@@ -399,7 +399,8 @@ async fn values(
         } else {
             (Scope::Any, tag.as_str())
         };
-        let (vals, _) = tag_values(&store, &tn, time, scope, key, &conds).map_err(from_query)?;
+        let (vals, _) = tag_values(&store, &tn, time, scope, key, &conds, &Deadline::none())
+            .map_err(from_query)?;
         Ok(if v2 {
             axum::Json(json!({"tagValues": vals})).into_response()
         } else {

@@ -409,6 +409,7 @@ fn red_now(
         step_nanos,
         group_by,
         conds: f.conds,
+        deadline: Deadline::none(),
     };
     let r = red(store, tenant, &q).map_err(query_error)?;
     let mut data = json!({"group_by": r.group_by, "step_nanos": r.step_nanos, "series": r.series});

@@ -5,14 +5,18 @@
 //! requested direction and stop after `limit` lines pass the pipeline. Metric queries run the
 //! pipeline over every line of `[start - range, end]` once, keep per-series timestamps and
 //! byte prefix sums, and answer each step's window `(t - range, t]` by binary search.
+//!
+//! Every entry point takes a [`Deadline`]: the scans check it per row group and batch, and
+//! evaluation per decoded batch and per step; past it the query fails with
+//! [`QueryError::Timeout`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::{Array, TimestampNanosecondArray};
 use sightline_storage::schema::col;
 use sightline_storage::{
-    LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, Store, TenantId, TimeRange,
-    UnixNanos,
+    Deadline, LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, Store, TenantId,
+    TimeRange, UnixNanos,
 };
 
 use super::{AggOp, BinOp, Expr, Grouping, LineOp, LogExpr, MetricExpr, NumOp, RangeFunc, Stage};
@@ -96,13 +100,16 @@ pub fn query_range(
     tenant: &TenantId,
     expr: &Expr,
     p: RangeParams,
+    deadline: &Deadline,
 ) -> Result<QueryOutput> {
     if p.end_ns < p.start_ns {
         return Err(QueryError::BadRequest("end is before start".into()));
     }
     let mut stats = QueryStats::default();
     let value = match expr {
-        Expr::Log(log) => QueryValue::Streams(log_query(store, tenant, log, p, &mut stats)?),
+        Expr::Log(log) => {
+            QueryValue::Streams(log_query(store, tenant, log, p, &mut stats, deadline)?)
+        }
         Expr::Metric(m) => {
             if p.step_ns <= 0 {
                 return Err(QueryError::BadRequest("step must be positive".into()));
@@ -113,10 +120,12 @@ pub fn query_range(
                     "{steps} steps exceed the limit of {MAX_BUCKETS}; use a larger step"
                 )));
             }
-            let prepared = prepare(store, tenant, m, p.start_ns, p.end_ns, &mut stats)?;
+            let span = (p.start_ns, p.end_ns);
+            let prepared = prepare(store, tenant, m, span, &mut stats, deadline)?;
             let mut out: BTreeMap<Labels, Vec<(i64, f64)>> = BTreeMap::new();
             let mut t = p.start_ns;
             while t <= p.end_ns {
+                deadline.check()?;
                 for (labels, v) in eval_at(&prepared, t)? {
                     out.entry(labels).or_default().push((t, v));
                 }
@@ -147,6 +156,7 @@ pub fn query_instant(
     tenant: &TenantId,
     expr: &Expr,
     time_ns: i64,
+    deadline: &Deadline,
 ) -> Result<QueryOutput> {
     let Expr::Metric(m) = expr else {
         return Err(QueryError::BadRequest(
@@ -154,7 +164,7 @@ pub fn query_instant(
         ));
     };
     let mut stats = QueryStats::default();
-    let prepared = prepare(store, tenant, m, time_ns, time_ns, &mut stats)?;
+    let prepared = prepare(store, tenant, m, (time_ns, time_ns), &mut stats, deadline)?;
     let v = eval_at(&prepared, time_ns)?;
     stats.entries_returned = v.len() as u64;
     Ok(QueryOutput {
@@ -188,10 +198,12 @@ pub fn select_lines(
     tenant: &TenantId,
     selector: &[Matcher],
     time: TimeRange,
+    deadline: &Deadline,
 ) -> Result<(Vec<SelectedLine>, ScanStats)> {
-    let scan = store.scan(&scan_request(tenant, selector, time))?;
+    let scan = store.scan(&scan_request(tenant, selector, time).until(deadline.clone()))?;
     let mut out = Vec::new();
     for b in &scan.batches {
+        deadline.check()?;
         for rec in sightline_storage::columnar::logs_from_batch(b)? {
             let labels = line_labels(&rec);
             if selector_matches(selector, &labels.stream) {
@@ -242,16 +254,17 @@ fn log_query(
     log: &LogExpr,
     p: RangeParams,
     stats: &mut QueryStats,
+    deadline: &Deadline,
 ) -> Result<Vec<Stream>> {
     let limit = p.limit.min(MAX_LIMIT);
-    let scan = store.scan(&scan_request(
-        tenant,
-        &log.selector,
-        closed_range(p.start_ns, p.end_ns),
-    ))?;
+    let scan = store.scan(
+        &scan_request(tenant, &log.selector, closed_range(p.start_ns, p.end_ns))
+            .until(deadline.clone()),
+    )?;
     stats.explain.add(&scan.stats);
     let mut hits = Vec::new();
     for (bi, b) in scan.batches.iter().enumerate() {
+        deadline.check()?;
         let times = b
             .column_by_name(col::TIME)
             .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>())
@@ -261,9 +274,12 @@ fn log_query(
     sort_hits(&mut hits, p.direction);
     let mut streams: BTreeMap<Labels, Vec<(i64, String)>> = BTreeMap::new();
     let mut taken = 0;
-    for (t, bi, row) in hits {
+    for (n, (t, bi, row)) in hits.into_iter().enumerate() {
         if taken >= limit {
             break;
+        }
+        if n % 1024 == 0 {
+            deadline.check()?;
         }
         let rec = decode_row(&scan.batches[bi], row)?;
         let ll = line_labels(&rec);
@@ -457,17 +473,23 @@ fn prepare(
     store: &Store,
     tenant: &TenantId,
     m: &MetricExpr,
-    start_ns: i64,
-    end_ns: i64,
+    (start_ns, end_ns): (i64, i64),
     stats: &mut QueryStats,
+    deadline: &Deadline,
 ) -> Result<Prepared> {
+    let span = (start_ns, end_ns);
     Ok(match m {
         MetricExpr::Range {
             func,
             log,
             range_ns,
         } => prepare_range(
-            store, tenant, *func, log, *range_ns, start_ns, end_ns, stats,
+            store,
+            tenant,
+            (*func, log, *range_ns),
+            span,
+            stats,
+            deadline,
         )?,
         MetricExpr::Agg {
             op,
@@ -478,39 +500,37 @@ fn prepare(
             op: *op,
             param: *param,
             grouping: grouping.clone(),
-            inner: Box::new(prepare(store, tenant, inner, start_ns, end_ns, stats)?),
+            inner: Box::new(prepare(store, tenant, inner, span, stats, deadline)?),
         },
         MetricExpr::Vector(v) => Prepared::Vector(*v),
         MetricExpr::Number(v) => Prepared::Number(*v),
         MetricExpr::Binary { op, lhs, rhs } => Prepared::Binary {
             op: *op,
-            lhs: Box::new(prepare(store, tenant, lhs, start_ns, end_ns, stats)?),
-            rhs: Box::new(prepare(store, tenant, rhs, start_ns, end_ns, stats)?),
+            lhs: Box::new(prepare(store, tenant, lhs, span, stats, deadline)?),
+            rhs: Box::new(prepare(store, tenant, rhs, span, stats, deadline)?),
         },
     })
 }
 
+/// Loads one range aggregation `func(log [range_ns])` over `(start_ns, end_ns)`.
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 fn prepare_range(
     store: &Store,
     tenant: &TenantId,
-    func: RangeFunc,
-    log: &LogExpr,
-    range_ns: i64,
-    start_ns: i64,
-    end_ns: i64,
+    (func, log, range_ns): (RangeFunc, &LogExpr, i64),
+    (start_ns, end_ns): (i64, i64),
     stats: &mut QueryStats,
+    deadline: &Deadline,
 ) -> Result<Prepared> {
+    deadline.check()?;
     let from = start_ns.saturating_sub(range_ns).saturating_add(1);
-    let scan = store.scan(&scan_request(
-        tenant,
-        &log.selector,
-        closed_range(from, end_ns),
-    ))?;
+    let scan = store.scan(
+        &scan_request(tenant, &log.selector, closed_range(from, end_ns)).until(deadline.clone()),
+    )?;
     stats.explain.add(&scan.stats);
     let mut by_series: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
     for b in &scan.batches {
+        deadline.check()?;
         for rec in sightline_storage::columnar::logs_from_batch(b)? {
             let ll = line_labels(&rec);
             if !selector_matches(&log.selector, &ll.stream) {

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sightline_query::logs::Labels;
 use sightline_query::logs::logql::eval::{SelectedLine, select_lines};
 use sightline_query::logs::logql::parse_selector;
-use sightline_storage::{Matcher, ScanStats, Store, TenantId, TimeRange, UnixNanos};
+use sightline_storage::{Deadline, Matcher, ScanStats, Store, TenantId, TimeRange, UnixNanos};
 
 use super::{LokiError, bad, fmt_value, prepare, query_err, run, ts_seconds};
 use crate::http::AppState;
@@ -78,7 +78,8 @@ fn lines(store: &Store, tenant: &TenantId, p: &[(String, String)]) -> Result<Sel
     let mut out = Vec::new();
     let mut stats = ScanStats::default();
     for sel in &selectors {
-        let (l, s) = select_lines(store, tenant, sel, time).map_err(query_err)?;
+        let (l, s) =
+            select_lines(store, tenant, sel, time, &Deadline::none()).map_err(query_err)?;
         stats.add(&s);
         out.extend(l);
     }
