@@ -28,7 +28,11 @@ fn post(s: &ServerProcess, path: &str, headers: &[(&str, &str)], body: &[u8]) ->
 fn get_with_host(s: &ServerProcess, path: &str, host: &str) -> u16 {
     let mut c = TcpStream::connect(s.http).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(c, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = Vec::new();
     c.read_to_end(&mut raw).unwrap();
     let text = String::from_utf8_lossy(&raw);
@@ -84,14 +88,21 @@ fn deep_nesting_is_refused_everywhere_and_the_server_stays_up() {
     let text = format!("{}a{}", "(".repeat(10_000), ")".repeat(10_000));
     let traceql = format!("{{{}span.a=1{}}}", "(".repeat(10_000), ")".repeat(10_000));
     // PromQL in a 4 KB URL, as the attack sent it.
-    let r = get(&s, &format!("/api/v1/query?query={}", url_encode(&sum)), &[]);
+    let r = get(
+        &s,
+        &format!("/api/v1/query?query={}", url_encode(&sum)),
+        &[],
+    );
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.text().contains("limit"), "{}", r.text());
     for (path, q) in [
         ("/api/v1/query", &abs),
         ("/api/v1/query_range", &abs),
         ("/api/v1/format_query", &parens),
-        ("/api/v1/series", &format!("match[]={}", url_encode(&parens))),
+        (
+            "/api/v1/series",
+            &format!("match[]={}", url_encode(&parens)),
+        ),
     ] {
         let body = if q.starts_with("match[]") {
             q.clone()
@@ -119,7 +130,12 @@ fn deep_nesting_is_refused_everywhere_and_the_server_stays_up() {
         "signal": "logs", "start": "2026-01-01T00:00:00Z", "end": "2026-01-02T00:00:00Z",
         "text": text, "aggregates": [{"func": "count"}],
     });
-    let r = post(&s, "/api/v1/aggregate", &[JSON], plan.to_string().as_bytes());
+    let r = post(
+        &s,
+        "/api/v1/aggregate",
+        &[JSON],
+        plan.to_string().as_bytes(),
+    );
     assert_eq!(r.status, 400, "{}", r.text());
     let r = get(
         &s,
@@ -130,7 +146,11 @@ fn deep_nesting_is_refused_everywhere_and_the_server_stays_up() {
     assert_healthy(&s, Duration::from_secs(2));
     assert_ingests(&s, "default");
     // Real queries still work.
-    let r = get(&s, &format!("/api/v1/query?query={}", url_encode("1+2")), &[]);
+    let r = get(
+        &s,
+        &format!("/api/v1/query?query={}", url_encode("1+2")),
+        &[],
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("\"3\""), "{}", r.text());
 }
@@ -140,10 +160,22 @@ fn browsers_cannot_be_used_against_a_loopback_server() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), &["--allowed-host", "sightline.internal"]);
     // DNS rebinding: a foreign Host is refused, loopback names and allowed hosts are answered.
-    assert_eq!(get_with_host(&s, "/api/v1/query?query=1", "evil.example"), 403);
+    assert_eq!(
+        get_with_host(&s, "/api/v1/query?query=1", "evil.example"),
+        403
+    );
     assert_eq!(get_with_host(&s, "/health", "evil.example:4318"), 403);
-    for host in ["localhost:4318", "127.0.0.1", "[::1]:80", "sightline.internal"] {
-        assert_eq!(get_with_host(&s, "/api/v1/query?query=1", host), 200, "{host}");
+    for host in [
+        "localhost:4318",
+        "127.0.0.1",
+        "[::1]:80",
+        "sightline.internal",
+    ] {
+        assert_eq!(
+            get_with_host(&s, "/api/v1/query?query=1", host),
+            200,
+            "{host}"
+        );
     }
     // Cross-site writes: a foreign Origin is refused, a text/plain body too.
     let spec = br#"{"name":"x","query":"up","step":"1m"}"#;
@@ -154,17 +186,34 @@ fn browsers_cannot_be_used_against_a_loopback_server() {
         spec,
     );
     assert_eq!(r.status, 403, "{}", r.text());
-    let r = post(&s, "/api/v1/detectors", &[("Content-Type", "text/plain")], spec);
+    let r = post(
+        &s,
+        "/api/v1/detectors",
+        &[("Content-Type", "text/plain")],
+        spec,
+    );
     assert_eq!(r.status, 415, "{}", r.text());
-    for path in ["/api/v1/aggregate", "/api/v1/detect/entropy", "/api/v1/traces/search"] {
+    for path in [
+        "/api/v1/aggregate",
+        "/api/v1/detect/entropy",
+        "/api/v1/traces/search",
+    ] {
         let r = post(&s, path, &[("Content-Type", "text/plain")], b"{}");
         assert_eq!(r.status, 415, "{path}: {}", r.text());
     }
     let r = get(&s, "/api/v1/detectors", &[]);
     assert_eq!(r.status, 200);
-    assert!(!r.text().contains("\"x\""), "no detector was created: {}", r.text());
+    assert!(
+        !r.text().contains("\"x\""),
+        "no detector was created: {}",
+        r.text()
+    );
     // No CORS unless configured.
-    let r = get(&s, "/api/v1/query?query=1", &[("Origin", "http://evil.example")]);
+    let r = get(
+        &s,
+        "/api/v1/query?query=1",
+        &[("Origin", "http://evil.example")],
+    );
     assert_eq!(r.header("access-control-allow-origin"), None);
     drop(s);
 
@@ -254,12 +303,21 @@ fn silent_connections_are_closed_and_capped() {
     // The connection cap: past it a connection is closed at once, and the server recovers.
     let s = start(
         dir.path(),
-        &["--config", config.to_str().unwrap(), "--max-connections", "8"],
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--max-connections",
+            "8",
+        ],
     );
-    let held: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(s.http).unwrap()).collect();
+    let held: Vec<TcpStream> = (0..8)
+        .map(|_| TcpStream::connect(s.http).unwrap())
+        .collect();
     std::thread::sleep(Duration::from_millis(200));
     let mut extra = TcpStream::connect(s.http).unwrap();
-    extra.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
     let _ = extra.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     let mut buf = Vec::new();
     let _ = extra.read_to_end(&mut buf);
@@ -445,4 +503,77 @@ fn small_findings() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o077, 0, "data dir mode {mode:o}");
+}
+
+/// The server's resident memory, from `/proc`.
+fn rss_bytes(s: &ServerProcess) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .unwrap()
+        * 1024
+}
+
+#[test]
+fn queries_stop_at_their_sample_budget_and_deadline() {
+    use crate::prom_common::{encode, form, now_ms, post_write, ts};
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), &["--max-query-samples", "100000"]);
+    // 200 series with a sample every 15 min over the last 46 hours.
+    let end = now_ms() / 1000 * 1000;
+    let start_ms = end - 46 * 3_600_000;
+    let names: Vec<String> = (0..200).map(|i| format!("{i}")).collect();
+    let series: Vec<_> = names
+        .iter()
+        .map(|i| {
+            let samples: Vec<(i64, f64)> = (0..184)
+                .map(|k| (start_ms + k * 900_000, k as f64))
+                .collect();
+            ts(&[("__name__", "load"), ("host", i)], &samples)
+        })
+        .collect();
+    let r = post_write(s.http, &encode(series, vec![]), &[]);
+    assert_eq!(r.status, 204, "{}", r.text());
+    let before = rss_bytes(&s);
+    // 200 series x 11,000 steps: far over 100,000 samples held.
+    let q_start = end - 45 * 3_600_000;
+    let (st, en) = ((q_start / 1000).to_string(), (end / 1000).to_string());
+    let body = form(&[
+        ("query", "load * 2"),
+        ("start", &st),
+        ("end", &en),
+        ("step", "15"),
+    ]);
+    let r = post(&s, "/api/v1/query_range", &[FORM], body.as_bytes());
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(r.text().contains("too many samples"), "{}", r.text());
+    assert!(
+        rss_bytes(&s) < before + (200 << 20),
+        "RSS grew from {before} to {}",
+        rss_bytes(&s)
+    );
+    // Within the budget it answers.
+    let body = form(&[
+        ("query", "sum(load)"),
+        ("start", &st),
+        ("end", &en),
+        ("step", "900"),
+    ]);
+    let r = post(&s, "/api/v1/query_range", &[FORM], body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    // A 1 ms timeout answers 503 timeout, and the server keeps serving.
+    let body = form(&[
+        ("query", "count_over_time(load[2d])"),
+        ("start", &st),
+        ("end", &en),
+        ("step", "600"),
+        ("timeout", "1ms"),
+    ]);
+    let r = post(&s, "/api/v1/query_range", &[FORM], body.as_bytes());
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.text().contains("timeout"), "{}", r.text());
+    assert_healthy(&s, Duration::from_secs(2));
 }
