@@ -41,10 +41,11 @@ async fn aggregate(
     let t = tenant.clone();
     let table = st
         .runner
-        .run(&tenant, st.runner.timeout(None), move |_deadline| {
+        .run(&tenant, st.runner.timeout(None), move |deadline| {
             let req: PlanRequest = serde_json::from_slice(&body)
                 .map_err(|e| ApiError::bad_data(format!("invalid plan: {e}")))?;
-            let plan = req.into_plan(t)?;
+            let mut plan = req.into_plan(t)?;
+            plan.deadline = deadline.clone();
             Ok(execute(&store, &plan)?)
         })
         .await?;

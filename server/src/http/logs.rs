@@ -24,7 +24,7 @@ use sightline_query::logs::{
     Direction, HistogramGroup, HistogramRequest, LogFilter, SearchRequest, histogram, search,
 };
 use sightline_storage::{
-    LogRecord, MatchOp, Matcher, SpanId, TenantId, TimeRange, TraceId, UnixNanos,
+    Deadline, LogRecord, MatchOp, Matcher, SpanId, TenantId, TimeRange, TraceId, UnixNanos,
 };
 
 use super::params::{self, get as param};
@@ -189,13 +189,9 @@ async fn prepare(
 /// Runs the parsing and the search through the runner.
 async fn run<F>(st: &AppState, tenant: &TenantId, work: F) -> Response
 where
-    F: FnOnce() -> Result<Value, ApiError> + Send + 'static,
+    F: FnOnce(&Deadline) -> Result<Value, ApiError> + Send + 'static,
 {
-    match st
-        .runner
-        .run(tenant, st.runner.timeout(None), move |_| work())
-        .await
-    {
+    match st.runner.run(tenant, st.runner.timeout(None), work).await {
         Ok(v) => super::success(v),
         Err(e) => e.into_response(),
     }
@@ -218,8 +214,9 @@ async fn search_handler(
     };
     let store = st.store().clone();
     let t = tenant.clone();
-    run(&st, &t, move || {
-        let filter = filter_from(&p).map_err(bad)?;
+    run(&st, &t, move |deadline| {
+        let mut filter = filter_from(&p).map_err(bad)?;
+        filter.deadline = deadline.clone();
         let limit = match param(&p, "limit") {
             Some(l) => l
                 .parse::<usize>()
@@ -270,8 +267,9 @@ async fn histogram_handler(
     };
     let store = st.store().clone();
     let t = tenant.clone();
-    run(&st, &t, move || {
-        let filter = filter_from(&p).map_err(bad)?;
+    run(&st, &t, move |deadline| {
+        let mut filter = filter_from(&p).map_err(bad)?;
+        filter.deadline = deadline.clone();
         let span = filter.time.end.0 - filter.time.start.0;
         let step_ns = match param(&p, "step") {
             Some(s) => params::parse_step(s).map_err(bad)?,

@@ -82,13 +82,9 @@ pub(crate) fn prepare(
 /// Runs the parsing and evaluation through the runner and renders its JSON (or its error).
 pub(crate) async fn run<F>(st: &AppState, tenant: &TenantId, work: F) -> Response
 where
-    F: FnOnce() -> Result<Value, LokiError> + Send + 'static,
+    F: FnOnce(&Deadline) -> Result<Value, LokiError> + Send + 'static,
 {
-    match st
-        .runner
-        .run(tenant, st.runner.timeout(None), move |_| work())
-        .await
-    {
+    match st.runner.run(tenant, st.runner.timeout(None), work).await {
         Ok(v) => axum::Json(v).into_response(),
         Err(e) => e.into_response(),
     }
@@ -239,7 +235,7 @@ async fn query_range(
         Err(e) => return e.into_response(),
     };
     let store = st.store().clone();
-    run(&st, &tenant.clone(), move || {
+    run(&st, &tenant.clone(), move |deadline| {
         let started = Instant::now();
         let text = param(&p, "query").ok_or_else(|| bad("query parameter is required"))?;
         let expr = logql::parse(text).map_err(query_err)?;
@@ -261,7 +257,7 @@ async fn query_range(
                 limit,
                 direction,
             },
-            &Deadline::none(),
+            deadline,
         )
         .map_err(query_err)?;
         Ok(result_json(&out, started))
@@ -281,7 +277,7 @@ async fn query(
         Err(e) => return e.into_response(),
     };
     let store = st.store().clone();
-    run(&st, &tenant.clone(), move || {
+    run(&st, &tenant.clone(), move |deadline| {
         let started = Instant::now();
         let text = param(&p, "query").ok_or_else(|| bad("query parameter is required"))?;
         let expr = logql::parse(text).map_err(query_err)?;
@@ -289,8 +285,8 @@ async fn query(
             Some(t) => params::parse_time(t).map_err(bad)?,
             None => params::now_ns(),
         };
-        let out = eval::query_instant(&store, &tenant, &expr, time_ns, &Deadline::none())
-            .map_err(query_err)?;
+        let out =
+            eval::query_instant(&store, &tenant, &expr, time_ns, deadline).map_err(query_err)?;
         Ok(result_json(&out, started))
     })
     .await

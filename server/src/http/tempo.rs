@@ -69,11 +69,9 @@ fn from_query(e: sightline_query::QueryError) -> TempoError {
 async fn blocking<T: Send + 'static>(
     st: &AppState,
     tenant: &TenantId,
-    f: impl FnOnce() -> Result<T, TempoError> + Send + 'static,
+    f: impl FnOnce(&Deadline) -> Result<T, TempoError> + Send + 'static,
 ) -> Result<T, TempoError> {
-    st.runner
-        .run(tenant, st.runner.timeout(None), move |_| f())
-        .await
+    st.runner.run(tenant, st.runner.timeout(None), f).await
 }
 
 async fn buildinfo() -> Response {
@@ -104,7 +102,7 @@ async fn load(
     let trace_id = parse_trace_id(id)?;
     let store = st.store().clone();
     let t = tenant.clone();
-    blocking(st, &tenant, move || {
+    blocking(st, &tenant, move |_| {
         match trace_by_id(&store, &t, trace_id).map_err(from_query)? {
             Some(v) => Ok(resource_spans(&v.spans)),
             None => Err(ApiError::not_found(format!("trace {trace_id} not found"))),
@@ -211,9 +209,10 @@ async fn search(
         let pairs = query_pairs(raw.as_deref());
         let store = st.store().clone();
         let t = tenant.clone();
-        blocking(&st, &tenant, move || {
+        blocking(&st, &tenant, move |deadline| {
         let tenant = t;
         let mut q = SpanQuery::new(time_range(&pairs)?);
+        q.deadline = deadline.clone();
         for (k, v) in &pairs {
             match k.as_str() {
                 "q" => q.conds.extend(parse(v).map_err(|e| bad(format!("invalid TraceQL query: {e}")))?),
@@ -314,8 +313,8 @@ async fn tags(
     }
     let store = st.store().clone();
     let tn = tenant.clone();
-    blocking(&st, &tenant, move || {
-        let t = tag_names(&store, &tn, time, &Deadline::none()).map_err(from_query)?;
+    blocking(&st, &tenant, move |deadline| {
+        let t = tag_names(&store, &tn, time, deadline).map_err(from_query)?;
         if !v2 {
             let mut all: Vec<String> = t.span.iter().chain(&t.resource).cloned().collect();
             all.sort();
@@ -389,7 +388,7 @@ async fn values(
     let time = time_range(&pairs)?;
     let store = st.store().clone();
     let tn = tenant.clone();
-    blocking(&st, &tenant, move || {
+    blocking(&st, &tenant, move |deadline| {
         let mut conds = Vec::new();
         if let Some((_, q)) = pairs.iter().find(|(k, _)| k == "q") {
             conds = parse(q).map_err(|e| bad(format!("invalid TraceQL query: {e}")))?;
@@ -399,8 +398,8 @@ async fn values(
         } else {
             (Scope::Any, tag.as_str())
         };
-        let (vals, _) = tag_values(&store, &tn, time, scope, key, &conds, &Deadline::none())
-            .map_err(from_query)?;
+        let (vals, _) =
+            tag_values(&store, &tn, time, scope, key, &conds, deadline).map_err(from_query)?;
         Ok(if v2 {
             axum::Json(json!({"tagValues": vals})).into_response()
         } else {

@@ -295,8 +295,8 @@ async fn search(
     let tenant = request_tenant(&st, &headers)?;
     let store = st.store().clone();
     let t = tenant.clone();
-    run_blocking(&st, &tenant, move |_deadline| {
-        search_now(&store, &t, &pairs)
+    run_blocking(&st, &tenant, move |deadline| {
+        search_now(&store, &t, &pairs, deadline)
     })
     .await
 }
@@ -305,10 +305,12 @@ fn search_now(
     store: &Store,
     tenant: &TenantId,
     pairs: &[(String, String)],
+    deadline: &Deadline,
 ) -> Result<Value, ApiError> {
     let f = filters(pairs, &["limit", "sort", "group", "spans_per_trace"])?;
     let mut q = SpanQuery::new(f.time);
     q.conds = f.conds;
+    q.deadline = deadline.clone();
     if let Some(l) = last(pairs, "limit") {
         q.limit = l
             .parse()
@@ -380,13 +382,17 @@ async fn red_handler(
     let tenant = request_tenant(&st, &headers)?;
     let store = st.store().clone();
     let t = tenant.clone();
-    run_blocking(&st, &tenant, move |_deadline| red_now(&store, &t, &pairs)).await
+    run_blocking(&st, &tenant, move |deadline| {
+        red_now(&store, &t, &pairs, deadline)
+    })
+    .await
 }
 
 fn red_now(
     store: &Store,
     tenant: &TenantId,
     pairs: &[(String, String)],
+    deadline: &Deadline,
 ) -> Result<Value, ApiError> {
     let f = filters(pairs, &["step", "group_by"])?;
     let step_nanos = match last(pairs, "step") {
@@ -409,7 +415,7 @@ fn red_now(
         step_nanos,
         group_by,
         conds: f.conds,
-        deadline: Deadline::none(),
+        deadline: deadline.clone(),
     };
     let r = red(store, tenant, &q).map_err(query_error)?;
     let mut data = json!({"group_by": r.group_by, "step_nanos": r.step_nanos, "series": r.series});

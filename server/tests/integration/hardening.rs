@@ -577,3 +577,63 @@ fn queries_stop_at_their_sample_budget_and_deadline() {
     assert!(r.text().contains("timeout"), "{}", r.text());
     assert_healthy(&s, Duration::from_secs(2));
 }
+
+#[test]
+fn loki_metadata_reads_the_range_once_whatever_the_selectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), &[]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let records: Vec<String> = (0..200)
+        .map(|i| {
+            format!(
+                r#"{{"timeUnixNano":"{}","severityText":"INFO","body":{{"stringValue":"line {i}"}}}}"#,
+                now - 1_000_000 * (i + 1)
+            )
+        })
+        .collect();
+    let body = format!(
+        r#"{{"resourceLogs":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"api"}}}}]}},"scopeLogs":[{{"logRecords":[{}]}}]}}]}}"#,
+        records.join(",")
+    );
+    let r = post(&s, "/v1/logs", &[JSON], body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    let selectors = |n: usize| {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "match[]={}",
+                    url_encode(&format!("{{service_name=~\"api|x{i}\"}}"))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    };
+    let r = post(
+        &s,
+        "/loki/api/v1/series",
+        &[FORM],
+        selectors(400).as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("limit is 64"), "{}", r.text());
+    let t = Instant::now();
+    let r = post(&s, "/loki/api/v1/series", &[FORM], selectors(64).as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.text().contains("\"service_name\":\"api\""),
+        "{}",
+        r.text()
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let r = post(
+        &s,
+        "/loki/api/v1/index/stats",
+        &[FORM],
+        selectors(3).as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("\"entries\":200"), "{}", r.text());
+}

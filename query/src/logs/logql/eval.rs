@@ -231,7 +231,8 @@ fn scan_request(tenant: &TenantId, selector: &[Matcher], time: TimeRange) -> Sca
     req
 }
 
-fn selector_matches(selector: &[Matcher], stream: &Labels) -> bool {
+/// Whether stream labels satisfy every matcher of a selector (a missing label is `""`).
+pub fn selector_matches(selector: &[Matcher], stream: &Labels) -> bool {
     selector
         .iter()
         .all(|m| m.matches(stream.get(&m.key).map_or("", String::as_str)))

@@ -14,13 +14,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 use sightline_query::logs::Labels;
-use sightline_query::logs::logql::eval::{SelectedLine, select_lines};
+use sightline_query::logs::logql::eval::{SelectedLine, select_lines, selector_matches};
 use sightline_query::logs::logql::parse_selector;
 use sightline_storage::{Deadline, Matcher, ScanStats, Store, TenantId, TimeRange, UnixNanos};
 
 use super::{LokiError, bad, fmt_value, prepare, query_err, run, ts_seconds};
 use crate::http::AppState;
 use crate::http::params::{self, get as param};
+
+/// Most selectors (`match[]` and `query` together) in one metadata request.
+pub const MAX_SELECTORS: usize = 64;
 
 /// Default range of metadata queries: six hours before `end`.
 const DEFAULT_SPAN_NS: i64 = 6 * 3_600 * 1_000_000_000;
@@ -59,40 +62,48 @@ struct Selected {
 
 /// The lines a metadata request covers: selectors from `query` and every `match[]` (a line
 /// qualifies when any selector matches; no selector = every line).
-fn lines(store: &Store, tenant: &TenantId, p: &[(String, String)]) -> Result<Selected, LokiError> {
+fn lines(
+    store: &Store,
+    tenant: &TenantId,
+    p: &[(String, String)],
+    deadline: &Deadline,
+) -> Result<Selected, LokiError> {
     let (start, end) = params::time_range(p, DEFAULT_SPAN_NS).map_err(bad)?;
     let time = TimeRange {
         start: UnixNanos(start),
         end: UnixNanos(end.saturating_add(1)),
     };
-    let mut selectors = Vec::new();
-    for text in params::all(p, "match[]")
+    let texts: Vec<&str> = params::all(p, "match[]")
         .into_iter()
         .chain(param(p, "query"))
-    {
-        selectors.push(parse_selector(text).map_err(query_err)?);
+        .collect();
+    if texts.len() > MAX_SELECTORS {
+        return Err(bad(format!(
+            "{} selectors; the limit is {MAX_SELECTORS}",
+            texts.len()
+        )));
     }
-    if selectors.is_empty() {
-        selectors.push(Vec::new());
-    }
-    let mut out = Vec::new();
-    let mut stats = ScanStats::default();
-    for sel in &selectors {
-        let (l, s) =
-            select_lines(store, tenant, sel, time, &Deadline::none()).map_err(query_err)?;
-        stats.add(&s);
-        out.extend(l);
-    }
-    if selectors.len() > 1 {
-        out.sort_by(|a, b| {
-            (a.time, &a.labels.stream, &a.labels.metadata).cmp(&(
-                b.time,
-                &b.labels.stream,
-                &b.labels.metadata,
-            ))
-        });
-        out.dedup_by(|a, b| a.time == b.time && a.labels == b.labels && a.bytes == b.bytes);
-    }
+    let selectors = texts
+        .into_iter()
+        .map(|t| parse_selector(t).map_err(query_err))
+        .collect::<Result<Vec<_>, _>>()?;
+    // One scan whatever the number of selectors: with one, storage prunes by it; with several,
+    // every line of the range is read once and kept when any selector matches its stream.
+    let (out, stats) = match selectors.as_slice() {
+        [] => select_lines(store, tenant, &[], time, deadline).map_err(query_err)?,
+        [one] => select_lines(store, tenant, one, time, deadline).map_err(query_err)?,
+        many => {
+            let (mut all, stats) =
+                select_lines(store, tenant, &[], time, deadline).map_err(query_err)?;
+            all.retain(|l| many.iter().any(|s| selector_matches(s, &l.labels.stream)));
+            (all, stats)
+        }
+    };
+    let selectors = if selectors.is_empty() {
+        vec![Vec::new()]
+    } else {
+        selectors
+    };
     Ok(Selected {
         lines: out,
         stats,
@@ -103,7 +114,7 @@ fn lines(store: &Store, tenant: &TenantId, p: &[(String, String)]) -> Result<Sel
 }
 
 macro_rules! handler {
-    ($name:ident, |$store:ident, $tenant:ident, $p:ident| $body:block) => {
+    ($name:ident, |$store:ident, $tenant:ident, $p:ident, $deadline:ident| $body:block) => {
         async fn $name(
             State(st): State<AppState>,
             method: Method,
@@ -116,13 +127,13 @@ macro_rules! handler {
                 Err(e) => return e.into_response(),
             };
             let $store = st.store().clone();
-            run(&st, &$tenant.clone(), move || $body).await
+            run(&st, &$tenant.clone(), move |$deadline: &Deadline| $body).await
         }
     };
 }
 
-handler!(labels, |store, tenant, p| {
-    let Selected { lines, .. } = lines(&store, &tenant, &p)?;
+handler!(labels, |store, tenant, p, deadline| {
+    let Selected { lines, .. } = lines(&store, &tenant, &p, deadline)?;
     let names: BTreeSet<&String> = lines.iter().flat_map(|l| l.labels.stream.keys()).collect();
     Ok(json!({"status": "success", "data": names}))
 });
@@ -140,8 +151,8 @@ async fn label_values(
         Err(e) => return e.into_response(),
     };
     let store = st.store().clone();
-    run(&st, &tenant.clone(), move || {
-        let Selected { lines, .. } = lines(&store, &tenant, &p)?;
+    run(&st, &tenant.clone(), move |deadline| {
+        let Selected { lines, .. } = lines(&store, &tenant, &p, deadline)?;
         let values: BTreeSet<&String> = lines
             .iter()
             .filter_map(|l| l.labels.stream.get(&name))
@@ -151,17 +162,17 @@ async fn label_values(
     .await
 }
 
-handler!(series, |store, tenant, p| {
+handler!(series, |store, tenant, p, deadline| {
     if params::all(&p, "match[]").is_empty() && param(&p, "query").is_none() {
         return Err(bad("at least one match[] argument is required"));
     }
-    let Selected { lines, .. } = lines(&store, &tenant, &p)?;
+    let Selected { lines, .. } = lines(&store, &tenant, &p, deadline)?;
     let sets: BTreeSet<&Labels> = lines.iter().map(|l| &l.labels.stream).collect();
     Ok(json!({"status": "success", "data": sets}))
 });
 
-handler!(index_stats, |store, tenant, p| {
-    let Selected { lines, stats, .. } = lines(&store, &tenant, &p)?;
+handler!(index_stats, |store, tenant, p, deadline| {
+    let Selected { lines, stats, .. } = lines(&store, &tenant, &p, deadline)?;
     let streams: BTreeSet<&Labels> = lines.iter().map(|l| &l.labels.stream).collect();
     // A "chunk" is a segment or unflushed batch that contributed rows.
     Ok(json!({
@@ -206,13 +217,13 @@ fn volume_limit(p: &[(String, String)]) -> Result<usize, LokiError> {
     }
 }
 
-handler!(volume, |store, tenant, p| {
+handler!(volume, |store, tenant, p, deadline| {
     let Selected {
         lines,
         selectors,
         end,
         ..
-    } = lines(&store, &tenant, &p)?;
+    } = lines(&store, &tenant, &p, deadline)?;
     let mut by: BTreeMap<Labels, u64> = BTreeMap::new();
     for l in &lines {
         *by.entry(volume_key(&p, &selectors, &l.labels.stream))
@@ -228,14 +239,14 @@ handler!(volume, |store, tenant, p| {
     Ok(json!({"status": "success", "data": {"resultType": "vector", "result": result}}))
 });
 
-handler!(volume_range, |store, tenant, p| {
+handler!(volume_range, |store, tenant, p, deadline| {
     let Selected {
         lines,
         selectors,
         start,
         end,
         ..
-    } = lines(&store, &tenant, &p)?;
+    } = lines(&store, &tenant, &p, deadline)?;
     let step = match param(&p, "step") {
         Some(s) => params::parse_step(s).map_err(bad)?,
         None => ((end - start) / 250 / 1_000_000_000).max(1) * 1_000_000_000,
@@ -264,8 +275,8 @@ handler!(volume_range, |store, tenant, p| {
     Ok(json!({"status": "success", "data": {"resultType": "matrix", "result": result}}))
 });
 
-handler!(detected_labels, |store, tenant, p| {
-    let Selected { lines, .. } = lines(&store, &tenant, &p)?;
+handler!(detected_labels, |store, tenant, p, deadline| {
+    let Selected { lines, .. } = lines(&store, &tenant, &p, deadline)?;
     let mut values: BTreeMap<&String, BTreeSet<&String>> = BTreeMap::new();
     for l in &lines {
         for (k, v) in &l.labels.stream {
@@ -279,8 +290,8 @@ handler!(detected_labels, |store, tenant, p| {
     Ok(json!({"detectedLabels": out}))
 });
 
-handler!(detected_fields, |store, tenant, p| {
-    let Selected { lines, .. } = lines(&store, &tenant, &p)?;
+handler!(detected_fields, |store, tenant, p, deadline| {
+    let Selected { lines, .. } = lines(&store, &tenant, &p, deadline)?;
     let mut values: BTreeMap<&String, BTreeSet<&String>> = BTreeMap::new();
     for l in &lines {
         for (k, v) in &l.labels.metadata {

@@ -76,7 +76,7 @@ fn ids_with_samples(
     let mut req = ScanRequest::new(tenant.clone(), Signal::Samples, range);
     req.predicates = matchers.iter().cloned().map(Predicate::Attr).collect();
     req.projection = Some(vec![col::SERIES_ID.to_owned()]);
-    deadline.check()?;
+    req.deadline = deadline.clone();
     let res = store.scan(&req)?;
     for b in &res.batches {
         let Some(col) = b

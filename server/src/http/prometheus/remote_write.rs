@@ -13,8 +13,10 @@
 //! Answers: 204 stored; 400 (plain-text message) bad snappy, bad protobuf, an empty,
 //! duplicate or invalid label name, a missing `__name__`, too many labels or too long a value,
 //! a timestamp too far in the future; 401 missing or unknown token; 413 body, decompressed body
-//! or sample count over a limit; 415 another content type or encoding (remote write 2.0
-//! included); 429 too many requests in flight, 503 memory budget exhausted or shutting down
+//! (the snappy header's length, checked before allocating), sample count or estimated decoded
+//! size over a limit (counted by the pre-scan before decoding); 415 another content type or
+//! encoding (remote write 2.0 included); 429 too many requests in flight or the in-flight
+//! decoded-bytes budget spent, 503 memory budget exhausted or shutting down
 //! (both with `Retry-After`; Prometheus retries 5xx, and 429 with `retry_on_http_429`). A
 //! refused request stores nothing: the batch is appended in one durable store append, or not
 //! at all.
