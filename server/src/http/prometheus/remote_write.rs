@@ -609,7 +609,7 @@ mod tests {
     #[test]
     fn decode_counts_samples_before_decoding() {
         // 200,000 empty samples: 400 kB of protobuf, tens of MB once decoded.
-        let mut series = vec![0x12u8, 0x00].repeat(200_000);
+        let mut series = [0x12u8, 0x00].repeat(200_000);
         let mut raw = vec![0x0a];
         prost::encoding::encode_varint(series.len() as u64, &mut raw);
         raw.append(&mut series);
