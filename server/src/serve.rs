@@ -89,6 +89,7 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
     let limits = ingest.limits().clone();
     let settings = crate::http::guard::HttpSettings {
         check_host: !auth_enabled && http_addr.ip().is_loopback(),
+        check_origin: !auth_enabled,
         allowed_hosts: config.allowed_hosts.clone(),
         cors_allowed_origins: config.cors_allowed_origins.clone(),
     };

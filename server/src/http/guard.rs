@@ -5,11 +5,12 @@
 //!   name in `Host`, so a `Host` that is not loopback (`localhost`, `*.localhost`, a loopback
 //!   address) or listed in `http.allowed_hosts` is refused with 403.
 //! * **Cross-site requests.** A page can POST a form or `text/plain` to any address without
-//!   asking. Requests that change state (POST, PUT, PATCH, DELETE) whose `Origin` is neither
-//!   the server's own (same host and port as `Host`) nor listed in
-//!   `http.cors_allowed_origins` are refused with 403, and routes whose body is JSON refuse
-//!   other content types with 415 ([`require_json`]), which a page cannot send without a
-//!   CORS preflight.
+//!   asking. With auth off (the only case where such a request needs no credentials a browser
+//!   would not add by itself), requests that change state (POST, PUT, PATCH, DELETE) whose
+//!   `Origin` is neither the server's own (same host and port as `Host`) nor listed in
+//!   `http.cors_allowed_origins` are refused with 403. Routes whose body is JSON refuse other
+//!   content types with 415 ([`require_json`]) whatever the auth, which a page cannot send
+//!   without a CORS preflight.
 //! * **CORS** headers are sent only for the configured origins; none by default.
 
 use axum::extract::{Request, State};
@@ -26,6 +27,8 @@ pub struct HttpSettings {
     /// Refuse `Host` names that are not loopback or in `allowed_hosts` (on when auth is off and
     /// the listener is on a loopback address).
     pub check_host: bool,
+    /// Refuse state-changing requests from foreign origins (on when auth is off).
+    pub check_origin: bool,
     /// Host names (without port) answered besides loopback ones when `check_host` is on.
     pub allowed_hosts: Vec<String>,
     /// Origins (`scheme://host[:port]`) allowed to call the API from a browser page on
@@ -96,7 +99,8 @@ pub async fn browser_guard(State(st): State<AppState>, req: Request, next: Next)
         }
     }
     let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if changes_state
+    if settings.check_origin
+        && changes_state
         && let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok())
         && !same_origin(origin, headers)
         && !settings.cors_allowed_origins.iter().any(|o| o == origin)
