@@ -359,4 +359,64 @@ mod tests {
             Err(IngestError::Malformed(_))
         ));
     }
+
+    #[test]
+    fn gunzip_reserves_before_it_allocates() {
+        use std::io::Write as _;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(&vec![7u8; 3 << 20])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let gz = enc.finish().unwrap_or_else(|e| panic!("{e}"));
+        let mut reserved = 0u64;
+        let out = gunzip_with(&gz, 4 << 20, |n| {
+            reserved += n;
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out.len(), 3 << 20);
+        assert!(
+            reserved >= out.capacity() as u64,
+            "{reserved} < {}",
+            out.capacity()
+        );
+        assert!(reserved <= 2 * out.len() as u64);
+        // A refused reservation stops the decompression with its error.
+        let mut left = 1u64 << 20;
+        let r = gunzip_with(&gz, 4 << 20, |n| {
+            if n > left {
+                return Err(IngestError::Busy {
+                    retry_after: std::time::Duration::from_secs(1),
+                });
+            }
+            left -= n;
+            Ok(())
+        });
+        assert!(matches!(r, Err(IngestError::Busy { .. })), "{r:?}");
+    }
+
+    #[test]
+    fn scan_body_refuses_over_the_limits_before_decoding() {
+        let limits = Limits {
+            max_items_per_request: 10,
+            ..Limits::default()
+        };
+        // 11 empty spans in one ScopeSpans.
+        let mut scope = vec![0x12, 22];
+        scope.extend_from_slice(&[0x12, 0x00].repeat(11));
+        let mut body = vec![0x0a, scope.len() as u8];
+        body.extend_from_slice(&scope);
+        let r = scan_body(SignalKind::Traces, Encoding::Protobuf, &body, &limits);
+        assert!(matches!(r, Err(IngestError::TooLarge(_))), "{r:?}");
+        let json =
+            br#"{"resourceSpans":[{"scopeSpans":[{"spans":[{},{},{},{},{},{},{},{},{},{},{}]}]}]}"#;
+        let r = scan_body(SignalKind::Traces, Encoding::Json, json, &limits);
+        assert!(matches!(r, Err(IngestError::TooLarge(_))), "{r:?}");
+        let ok = Limits::default();
+        let s = scan_body(SignalKind::Traces, Encoding::Protobuf, &body, &ok)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.items, 11);
+        let s = scan_body(SignalKind::Traces, Encoding::Json, json, &ok)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.items, 11);
+    }
 }

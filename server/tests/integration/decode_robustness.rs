@@ -1,9 +1,9 @@
 //! A cheap, deterministic stand-in for the cargo-fuzz targets in `server/fuzz` (which need
-//! libFuzzer): mutated protobuf, JSON and gzip bodies through every decode+map path must never
-//! panic.
+//! libFuzzer): mutated protobuf, JSON and gzip bodies through the pre-scan and every
+//! decode+map path must never panic, and a protobuf body the pre-scan accepts must decode.
 
 use sightline_server::Limits;
-use sightline_server::otlp::{self, Encoding, MapContext};
+use sightline_server::otlp::{self, Encoding, MapContext, SignalKind};
 
 struct XorShift(u64);
 
@@ -46,6 +46,18 @@ fn mutate(rng: &mut XorShift, seed: &[u8]) -> Vec<u8> {
 }
 
 fn run_all(data: &[u8], ctx: &MapContext) {
+    // The pre-scan never panics, and a protobuf body it accepts decodes.
+    for signal in [SignalKind::Traces, SignalKind::Metrics, SignalKind::Logs] {
+        for enc in [Encoding::Protobuf, Encoding::Json] {
+            let scanned = otlp::scan_body(signal, enc, data, &ctx.limits);
+            if enc == Encoding::Protobuf && scanned.is_ok() {
+                assert!(
+                    otlp::decode(signal, data, enc).is_ok(),
+                    "{signal:?}: the scan accepted what prost refuses: {data:02x?}"
+                );
+            }
+        }
+    }
     for enc in [Encoding::Protobuf, Encoding::Json] {
         if let Ok(r) = otlp::decode_traces(data, enc) {
             let _ = otlp::traces::map_traces(&r, ctx);

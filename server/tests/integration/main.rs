@@ -16,6 +16,7 @@ mod demo;
 mod detect_api;
 mod detectors_api;
 mod hardening;
+mod ingest_bombs;
 mod loki_api;
 mod openapi;
 mod prometheus_api;

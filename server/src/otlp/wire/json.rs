@@ -9,7 +9,9 @@
 //! 8), which bounds what it decodes to (escapes and hex only shrink). Objects that
 //! `opentelemetry-proto`'s serde derives read through `#[serde(flatten)]` (`AnyValue`,
 //! `Metric`, data points, exemplars) are buffered whole as serde `Content` before they are
-//! decoded, so every value inside one also costs [`CONTENT_BYTES`]. Items are the elements
+//! decoded, and that buffer is freed once the object is decoded: every value inside one costs
+//! [`CONTENT_BYTES`], and the estimate adds the largest such buffer (the outermost flattened
+//! object with the most values), not their sum. Items are the elements
 //! of `spans`, `logRecords` and `dataPoints`.
 //!
 //! Nesting: serde_json refuses bodies nested deeper than 128 containers (its recursion
@@ -31,8 +33,10 @@ use crate::error::IngestError;
 /// Deepest nesting of objects and arrays scanned (serde_json stops at 128).
 pub const MAX_DEPTH: usize = 160;
 
-/// What one JSON value inside a flattened object costs while serde buffers it as `Content`
-/// (an entry of two 32-byte `Content`s, with `Vec` growth).
+/// What one JSON value inside a flattened object costs while serde buffers it as `Content`:
+/// a map entry of two 32-byte `Content`s, doubled for `Vec` growth. (A flattened object
+/// nested in another is collected again from the outer buffer by moving its entries; the
+/// structs' own doubling in the estimate covers that list.)
 pub const CONTENT_BYTES: u64 = 128;
 
 const fn max(a: usize, b: usize) -> usize {
@@ -113,9 +117,17 @@ struct Open {
     key: (usize, usize),
     /// Inside an object serde buffers as `Content`.
     buffered: bool,
+    /// The outermost buffered object (its buffer is freed when it closes).
+    outermost: bool,
 }
 
 struct Totals {
+    /// Decoded structs and strings.
+    structs: u64,
+    /// `Content` of the outermost buffered object open now.
+    content: u64,
+    /// The largest `Content` of a closed one.
+    content_max: u64,
     scan: Scan,
     bounds: Bounds,
     root: Root,
@@ -123,7 +135,24 @@ struct Totals {
 
 impl Totals {
     fn charge(&mut self, n: u64) -> Result<(), IngestError> {
-        self.scan.decoded_bytes = self.scan.decoded_bytes.saturating_add(n);
+        self.structs = self.structs.saturating_add(n);
+        self.check()
+    }
+
+    fn charge_content(&mut self) -> Result<(), IngestError> {
+        self.content = self.content.saturating_add(CONTENT_BYTES);
+        self.check()
+    }
+
+    fn close_buffer(&mut self) {
+        self.content_max = self.content_max.max(self.content);
+        self.content = 0;
+    }
+
+    fn check(&mut self) -> Result<(), IngestError> {
+        self.scan.decoded_bytes = self
+            .structs
+            .saturating_add(self.content.max(self.content_max));
         if self.scan.decoded_bytes > self.bounds.max_decoded_bytes {
             return Err(IngestError::TooLarge(format!(
                 "JSON {} would take more than {} bytes decoded, over the limit",
@@ -140,6 +169,9 @@ impl Totals {
 /// over a bound or nested deeper than [`MAX_DEPTH`]. Never panics.
 pub fn scan(root: Root, body: &[u8], bounds: Bounds) -> Result<Scan, IngestError> {
     let mut t = Totals {
+        structs: 0,
+        content: 0,
+        content_max: 0,
         scan: Scan::default(),
         bounds,
         root,
@@ -169,7 +201,9 @@ pub fn scan(root: Root, body: &[u8], bounds: Bounds) -> Result<Scan, IngestError
                 continue;
             }
             b'}' | b']' => {
-                stack.pop();
+                if stack.pop().is_some_and(|o| o.outermost) {
+                    t.close_buffer();
+                }
                 i += 1;
                 continue;
             }
@@ -211,6 +245,7 @@ pub fn scan(root: Root, body: &[u8], bounds: Bounds) -> Result<Scan, IngestError
                     Some(o) if !o.array => element(&body[o.key.0..o.key.1]),
                     _ => element(b""),
                 };
+                let outermost = buffered && !stack.last().is_some_and(|o| o.buffered);
                 stack.push(Open {
                     array: c == b'[',
                     elem,
@@ -218,6 +253,7 @@ pub fn scan(root: Root, body: &[u8], bounds: Bounds) -> Result<Scan, IngestError
                     expect_key: c == b'{',
                     key: (0, 0),
                     buffered,
+                    outermost,
                 });
                 i += 1;
             }
@@ -251,7 +287,7 @@ fn value_start(
     };
     let mut buffered = o.buffered;
     if buffered {
-        t.charge(CONTENT_BYTES)?;
+        t.charge_content()?;
     }
     if o.array {
         let (size, item, flat) = o.elem;
