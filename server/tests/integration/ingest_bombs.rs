@@ -210,8 +210,8 @@ fn bombs_are_refused_before_decoding() {
     assert_rss_flat(&mut s, baseline, 64, "gRPC bomb without a token");
     let authed = grpc_export(s.grpc, bomb, Some(TOKEN), true).unwrap_err();
     assert_eq!(authed.code(), Code::ResourceExhausted, "{authed:?}");
-    // Within the 16 MiB message limit: 8 M empty spans, refused by the pre-scan.
-    let dense = Bytes::from(empty_spans(8 << 20));
+    // Within the 16 MiB message limit: 7 M empty spans, refused by the pre-scan.
+    let dense = Bytes::from(empty_spans(7 << 20));
     let scanned = grpc_export(s.grpc, dense, Some(TOKEN), true).unwrap_err();
     assert_eq!(scanned.code(), Code::ResourceExhausted, "{scanned:?}");
     assert!(scanned.message().contains("items"), "{}", scanned.message());
