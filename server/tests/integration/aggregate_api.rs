@@ -201,7 +201,10 @@ fn aggregates_over_http_match_what_was_sent() {
         server.http,
         "POST",
         "/api/v1/aggregate",
-        &[("authorization", "Bearer tok-a")],
+        &[
+            ("authorization", "Bearer tok-a"),
+            ("content-type", "application/json"),
+        ],
         b"{not json",
     )
     .unwrap();
