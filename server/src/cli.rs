@@ -140,6 +140,25 @@ pub struct ServeArgs {
     #[arg(long, env = "SIGHTLINE_QUERY_TIMEOUT_SECS", value_name = "SECS")]
     pub query_timeout_secs: Option<u64>,
 
+    /// Most memory one decoded export request may take (estimated from its wire bytes before
+    /// decoding); more answer 413 [default: 268435456].
+    #[arg(long, env = "SIGHTLINE_MAX_DECODED_BYTES", value_name = "BYTES")]
+    pub max_decoded_bytes: Option<usize>,
+
+    /// Memory for all export requests being decoded and stored at once; past it 429 with a
+    /// retry hint [default: 1073741824].
+    #[arg(
+        long,
+        env = "SIGHTLINE_MAX_INFLIGHT_DECODED_BYTES",
+        value_name = "BYTES"
+    )]
+    pub max_inflight_decoded_bytes: Option<usize>,
+
+    /// Seconds a client has to send a request's headers; also how long an idle keep-alive
+    /// connection stays open [default: 30].
+    #[arg(long, env = "SIGHTLINE_HEADER_READ_TIMEOUT_SECS", value_name = "SECS")]
+    pub header_read_timeout_secs: Option<u64>,
+
     /// Most query, metadata and detect computations running at once, all tenants together;
     /// more wait for a slot within their deadline [default: 20].
     #[arg(long, env = "SIGHTLINE_MAX_CONCURRENT_QUERIES", value_name = "N")]

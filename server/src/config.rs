@@ -268,6 +268,12 @@ impl Config {
         );
         set(&mut l.max_query_samples, &a.max_query_samples);
         set(&mut l.max_connections, &a.max_connections);
+        set(&mut l.max_decoded_bytes, &a.max_decoded_bytes);
+        set(
+            &mut l.max_inflight_decoded_bytes,
+            &a.max_inflight_decoded_bytes,
+        );
+        set(&mut l.header_read_timeout_secs, &a.header_read_timeout_secs);
         self.allowed_hosts.extend(a.allowed_hosts.iter().cloned());
         self.cors_allowed_origins
             .extend(a.cors_allowed_origins.iter().cloned());

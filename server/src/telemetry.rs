@@ -224,7 +224,7 @@ impl Telemetry {
             &mut o,
             "sightline_ingest_rejected_items_total",
             "counter",
-            "Rejected items by signal and reason (whole-request rejections count requests).",
+            "Rejected items by signal and reason (a request refused whole counts its items once they are counted, else 1).",
         );
         for ((s, r, _), n) in self.rejected.lock().iter() {
             let _ = writeln!(
