@@ -52,6 +52,17 @@ pub fn success(data: serde_json::Value) -> axum::response::Response {
     axum::Json(serde_json::json!({"status": "success", "data": data})).into_response()
 }
 
+/// Runs `work` through [`AppState::run`] and answers the native envelope with its value.
+pub async fn answer(
+    st: &AppState,
+    tenant: &sightline_storage::TenantId,
+    work: impl FnOnce(&sightline_storage::Deadline) -> Result<serde_json::Value, ApiError>
+    + Send
+    + 'static,
+) -> Result<axum::response::Response, ApiError> {
+    Ok(success(st.run(tenant, work).await?))
+}
+
 /// The full router: every API, the browser protections of [`guard`], the request body
 /// timeout, and panics turned into 500s.
 pub fn router(state: AppState) -> Router {

@@ -40,8 +40,7 @@ async fn aggregate(
     let store = st.store().clone();
     let t = tenant.clone();
     let table = st
-        .runner
-        .run(&tenant, st.runner.timeout(None), move |deadline| {
+        .run(&tenant, move |deadline| {
             let req: PlanRequest = serde_json::from_slice(&body)
                 .map_err(|e| ApiError::bad_data(format!("invalid plan: {e}")))?;
             let mut plan = req.into_plan(t)?;

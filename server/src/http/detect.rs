@@ -45,14 +45,13 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_data(format!("invalid JSON: {e}")))
 }
 
-/// Runs a calculator through the runner (blocking pool, the tenant's slots, the deadline).
-async fn run<T, F>(st: &AppState, tenant: &TenantId, work: F) -> Result<Response, ApiError>
+/// Runs a calculator through [`AppState::run`] and answers its result as JSON.
+async fn answer<T, F>(st: &AppState, tenant: &TenantId, work: F) -> Result<Response, ApiError>
 where
     T: serde::Serialize + Send + 'static,
     F: FnOnce(&Deadline) -> Result<T, ApiError> + Send + 'static,
 {
-    let v = st.runner.run(tenant, st.runner.timeout(None), work).await?;
-    Ok(axum::Json(v).into_response())
+    Ok(axum::Json(st.run(tenant, work).await?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -67,7 +66,7 @@ async fn entropy(
     Tenant(tenant): Tenant,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    run(&st, &tenant, move |_| {
+    answer(&st, &tenant, move |_| {
         let req: EntropyRequest = parse(&body)?;
         response_uncertainty(&req.logprobs, &req.options)
             .map_err(|e| ApiError::bad_data(e.to_string()))
@@ -87,7 +86,7 @@ async fn hallucination(
     Tenant(tenant): Tenant,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    run(&st, &tenant, move |_| {
+    answer(&st, &tenant, move |_| {
         let req: HallucinationRequest = parse(&body)?;
         check_hallucination_size(&req)?;
         hallucination_index(&req).map_err(|e| ApiError::bad_data(e.to_string()))
@@ -206,5 +205,5 @@ async fn granger_handler(
         let res = granger(&req).map_err(|e| ApiError::bad_data(e.to_string()))?;
         serde_json::to_value(res).map_err(|e| ApiError::internal(e.to_string()))
     };
-    run(&st, &tenant, work).await
+    answer(&st, &tenant, work).await
 }

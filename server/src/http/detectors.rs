@@ -79,18 +79,6 @@ fn parse_spec(body: &[u8], name: Option<&str>) -> Result<DetectorSpec, ApiError>
     Ok(spec)
 }
 
-/// Runs registry work (file writes, spec validation with its query parsing) through the
-/// runner.
-async fn blocking<T: Send + 'static>(
-    st: &AppState,
-    tenant: &TenantId,
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    st.runner
-        .run(tenant, st.runner.timeout(None), move |_| f())
-        .await
-}
-
 async fn list(State(st): State<AppState>, Tenant(tenant): Tenant) -> Result<Response, ApiError> {
     let d = detectors(&st)?;
     let items: Vec<Value> = d
@@ -128,11 +116,12 @@ async fn put_detector(
     let d = detectors(&st)?;
     let replace = name.is_some();
     let t = tenant.clone();
-    let (det, existed) = blocking(&st, &tenant, move || {
-        let spec = parse_spec(&body, name.as_deref())?;
-        Ok(d.registry().put(&t, spec, replace)?)
-    })
-    .await?;
+    let (det, existed) = st
+        .run(&tenant, move |_| {
+            let spec = parse_spec(&body, name.as_deref())?;
+            Ok(d.registry().put(&t, spec, replace)?)
+        })
+        .await?;
     let status = if existed {
         StatusCode::OK
     } else {
@@ -160,7 +149,10 @@ async fn remove(
 ) -> Result<Response, ApiError> {
     let d = detectors(&st)?;
     let (n, t) = (name.clone(), tenant.clone());
-    if blocking(&st, &tenant, move || Ok(d.registry().delete(&t, &n)?)).await? {
+    if st
+        .run(&tenant, move |_| Ok(d.registry().delete(&t, &n)?))
+        .await?
+    {
         Ok(axum::Json(json!({"status": "success", "deleted": name})).into_response())
     } else {
         Err(DetectorError::NotFound(name).into())

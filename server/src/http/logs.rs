@@ -186,15 +186,14 @@ async fn prepare(
     Ok((tenant, p))
 }
 
-/// Runs the parsing and the search through the runner.
+/// Runs the parsing and the search through the runner and answers the native envelope.
 async fn run<F>(st: &AppState, tenant: &TenantId, work: F) -> Response
 where
     F: FnOnce(&Deadline) -> Result<Value, ApiError> + Send + 'static,
 {
-    match st.runner.run(tenant, st.runner.timeout(None), work).await {
-        Ok(v) => super::success(v),
-        Err(e) => e.into_response(),
-    }
+    super::answer(st, tenant, work)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
 fn query_err(e: QueryError) -> ApiError {

@@ -84,7 +84,7 @@ pub(crate) async fn run<F>(st: &AppState, tenant: &TenantId, work: F) -> Respons
 where
     F: FnOnce(&Deadline) -> Result<Value, LokiError> + Send + 'static,
 {
-    match st.runner.run(tenant, st.runner.timeout(None), work).await {
+    match st.run(tenant, work).await {
         Ok(v) => axum::Json(v).into_response(),
         Err(e) => e.into_response(),
     }

@@ -19,8 +19,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 
-use sightline_storage::TenantId;
-
 use super::params::{get as param, parse_step, parse_time};
 use super::traces::{bad, query_pairs};
 use super::{ApiError, AppState, request_tenant as tenant};
@@ -49,19 +47,6 @@ fn quality_error(e: QualityError) -> ApiError {
         e @ QualityError::Logprobs(_) => ApiError::execution(e.to_string()),
         QualityError::Query(q) => q.into(),
     }
-}
-
-/// Runs quality work through the runner.
-async fn blocking<T: Send + 'static>(
-    st: &AppState,
-    tenant: &TenantId,
-    f: impl FnOnce() -> Result<T, QualityError> + Send + 'static,
-) -> Result<T, ApiError> {
-    st.runner
-        .run(tenant, st.runner.timeout(None), move |_| {
-            f().map_err(quality_error)
-        })
-        .await
 }
 
 fn range(p: &[(String, String)]) -> Result<(i64, i64), ApiError> {
@@ -114,7 +99,11 @@ async fn series_handler(
     };
     let store = st.store().clone();
     let t = tenant.clone();
-    let out = blocking(&st, &tenant, move || quality_series(&store, &t, &query)).await?;
+    let out = st
+        .run(&tenant, move |_| {
+            quality_series(&store, &t, &query).map_err(quality_error)
+        })
+        .await?;
     Ok(axum::Json(json!({
         "metric": metric.name(),
         "by": by.name(),
@@ -136,10 +125,11 @@ async fn tokens(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) 
             .to_owned();
         let store = st.0.store().clone();
         let t = tenant.clone();
-        let view = blocking(&st.0, &tenant, move || {
-            response_tokens(&store, &t, &trace_id, &span_id)
-        })
-        .await?;
+        let view =
+            st.0.run(&tenant, move |_| {
+                response_tokens(&store, &t, &trace_id, &span_id).map_err(quality_error)
+            })
+            .await?;
         Ok::<_, ApiError>(axum::Json(view).into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
@@ -165,7 +155,11 @@ async fn field_values(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQ
         };
         let store = st.0.store().clone();
         let t = tenant.clone();
-        let vals = blocking(&st.0, &tenant, move || values(&store, &t, &key, start, end)).await?;
+        let vals =
+            st.0.run(&tenant, move |_| {
+                values(&store, &t, &key, start, end).map_err(quality_error)
+            })
+            .await?;
         Ok(axum::Json(json!({ "values": vals })).into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)

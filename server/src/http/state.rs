@@ -41,6 +41,20 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Runs `work` for `tenant` through the [`Runner`] under the default deadline
+    /// (`query_timeout_secs`); routes with a `timeout` parameter call the runner directly.
+    pub async fn run<T, F>(&self, tenant: &TenantId, work: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&sightline_storage::Deadline) -> Result<T, ApiError> + Send + 'static,
+    {
+        self.runner
+            .run(tenant, self.runner.timeout(None), work)
+            .await
+    }
+}
+
 impl std::ops::Deref for AppState {
     type Target = Arc<Ingest>;
 

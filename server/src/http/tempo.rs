@@ -29,7 +29,7 @@ use sightline_query::traces::traceql::{parse, parse_duration, parse_tags};
 use sightline_query::traces::{
     CmpOp, Cond, Scope, SpanHit, SpanQuery, search_traces, tag_names, tag_values, trace_by_id,
 };
-use sightline_storage::{Deadline, TenantId, TimeRange, UnixNanos};
+use sightline_storage::{TimeRange, UnixNanos};
 
 pub use export::{resource_spans, span, span_attributes};
 pub use proto::{Trace, TraceByIdMetrics, TraceByIdResponse, ids_to_base64};
@@ -65,15 +65,6 @@ fn from_query(e: sightline_query::QueryError) -> TempoError {
     e.into()
 }
 
-/// Runs parsing and the search through the runner.
-async fn blocking<T: Send + 'static>(
-    st: &AppState,
-    tenant: &TenantId,
-    f: impl FnOnce(&Deadline) -> Result<T, TempoError> + Send + 'static,
-) -> Result<T, TempoError> {
-    st.runner.run(tenant, st.runner.timeout(None), f).await
-}
-
 async fn buildinfo() -> Response {
     axum::Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
@@ -102,7 +93,7 @@ async fn load(
     let trace_id = parse_trace_id(id)?;
     let store = st.store().clone();
     let t = tenant.clone();
-    blocking(st, &tenant, move |_| {
+    st.run(&tenant, move |_| {
         match trace_by_id(&store, &t, trace_id).map_err(from_query)? {
             Some(v) => Ok(resource_spans(&v.spans)),
             None => Err(ApiError::not_found(format!("trace {trace_id} not found"))),
@@ -209,7 +200,7 @@ async fn search(
         let pairs = query_pairs(raw.as_deref());
         let store = st.store().clone();
         let t = tenant.clone();
-        blocking(&st, &tenant, move |deadline| {
+        st.run(&tenant, move |deadline| {
         let tenant = t;
         let mut q = SpanQuery::new(time_range(&pairs)?);
         q.deadline = deadline.clone();
@@ -313,7 +304,7 @@ async fn tags(
     }
     let store = st.store().clone();
     let tn = tenant.clone();
-    blocking(&st, &tenant, move |deadline| {
+    st.run(&tenant, move |deadline| {
         let t = tag_names(&store, &tn, time, deadline).map_err(from_query)?;
         if !v2 {
             let mut all: Vec<String> = t.span.iter().chain(&t.resource).cloned().collect();
@@ -388,7 +379,7 @@ async fn values(
     let time = time_range(&pairs)?;
     let store = st.store().clone();
     let tn = tenant.clone();
-    blocking(&st, &tenant, move |deadline| {
+    st.run(&tenant, move |deadline| {
         let mut conds = Vec::new();
         if let Some((_, q)) = pairs.iter().find(|(k, _)| k == "q") {
             conds = parse(q).map_err(|e| bad(format!("invalid TraceQL query: {e}")))?;

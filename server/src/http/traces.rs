@@ -33,7 +33,7 @@ use sightline_storage::{
     Attributes, Deadline, MatchOp, SpanRecord, Store, TenantId, TimeRange, TraceId, UnixNanos,
 };
 
-use super::{ApiError, AppState, guard, request_tenant, success};
+use super::{ApiError, AppState, answer, guard, request_tenant};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -257,16 +257,6 @@ fn last<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// Runs the parsing and the search of a request through the runner.
-async fn run_blocking(
-    st: &AppState,
-    tenant: &TenantId,
-    f: impl FnOnce(&Deadline) -> Result<Value, ApiError> + Send + 'static,
-) -> Result<Response, ApiError> {
-    let v = st.runner.run(tenant, st.runner.timeout(None), f).await?;
-    Ok(success(v))
-}
-
 async fn search_get(
     State(st): State<AppState>,
     headers: HeaderMap,
@@ -295,7 +285,7 @@ async fn search(
     let tenant = request_tenant(&st, &headers)?;
     let store = st.store().clone();
     let t = tenant.clone();
-    run_blocking(&st, &tenant, move |deadline| {
+    answer(&st, &tenant, move |deadline| {
         search_now(&store, &t, &pairs, deadline)
     })
     .await
@@ -382,7 +372,7 @@ async fn red_handler(
     let tenant = request_tenant(&st, &headers)?;
     let store = st.store().clone();
     let t = tenant.clone();
-    run_blocking(&st, &tenant, move |deadline| {
+    answer(&st, &tenant, move |deadline| {
         red_now(&store, &t, &pairs, deadline)
     })
     .await
@@ -505,7 +495,7 @@ async fn by_id(
             .any(|(k, v)| k == "explain" && (v == "true" || v == "1"));
         let store = st.store().clone();
         let t = tenant.clone();
-        run_blocking(&st, &tenant, move |_deadline| {
+        answer(&st, &tenant, move |_deadline| {
             match trace_by_id(&store, &t, trace_id).map_err(query_error)? {
                 Some(v) => Ok(trace_json(&v, explain)),
                 None => Err(ApiError::not_found(format!("trace {trace_id} not found"))),

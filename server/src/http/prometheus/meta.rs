@@ -32,7 +32,7 @@ use sightline_storage::{
 };
 
 use super::params::Params;
-use super::query::{json_str, push_labels, query_timeout, run_blocking};
+use super::query::{json_str, push_labels, query_timeout};
 use super::{ApiError, FamilyMeta, PromState, request_params, success, tenant};
 use crate::http::AppState;
 use crate::otlp::metrics::unit_suffix;
@@ -182,11 +182,13 @@ pub async fn series(
         let limit = p.limit("limit")?;
         let store = Arc::clone(st.store());
         let t = tenant.clone();
-        let defs = run_blocking(&st, &tenant, timeout, move |deadline| {
-            let selectors = p.matchers()?;
-            select_series(&store, &t, &selectors, range, deadline)
-        })
-        .await?;
+        let defs = st
+            .runner
+            .run(&tenant, timeout, move |deadline| {
+                let selectors = p.matchers()?;
+                select_series(&store, &t, &selectors, range, deadline)
+            })
+            .await?;
         let mut warnings = Vec::new();
         let mut out = String::from("[");
         for (i, d) in defs.iter().enumerate() {
@@ -230,22 +232,24 @@ pub async fn labels(
         let limit = p.limit("limit")?;
         let store = Arc::clone(st.store());
         let t = tenant.clone();
-        let names = run_blocking(&st, &tenant, timeout, move |deadline| {
-            let selectors = p.matchers()?;
-            if selectors.is_empty() && range.is_none() {
-                return Ok(store.label_names(&t));
-            }
-            let defs = select_series(&store, &t, &selectors, range, deadline)?;
-            let mut names: HashSet<&str> = HashSet::new();
-            for d in &defs {
-                names.insert("__name__");
-                names.extend(d.labels.iter().map(|(k, _)| k.as_str()));
-            }
-            let mut v: Vec<String> = names.into_iter().map(str::to_owned).collect();
-            v.sort();
-            Ok(v)
-        })
-        .await?;
+        let names = st
+            .runner
+            .run(&tenant, timeout, move |deadline| {
+                let selectors = p.matchers()?;
+                if selectors.is_empty() && range.is_none() {
+                    return Ok(store.label_names(&t));
+                }
+                let defs = select_series(&store, &t, &selectors, range, deadline)?;
+                let mut names: HashSet<&str> = HashSet::new();
+                for d in &defs {
+                    names.insert("__name__");
+                    names.extend(d.labels.iter().map(|(k, _)| k.as_str()));
+                }
+                let mut v: Vec<String> = names.into_iter().map(str::to_owned).collect();
+                v.sort();
+                Ok(v)
+            })
+            .await?;
         Ok(limited(names, limit))
     };
     respond(run.await)
@@ -277,22 +281,24 @@ pub async fn label_values(
         let limit = p.limit("limit")?;
         let store = Arc::clone(st.store());
         let t = tenant.clone();
-        let values = run_blocking(&st, &tenant, timeout, move |deadline| {
-            let selectors = p.matchers()?;
-            if selectors.is_empty() && range.is_none() {
-                return Ok(store.label_values(&t, &name));
-            }
-            let defs = select_series(&store, &t, &selectors, range, deadline)?;
-            let set: HashSet<&str> = defs
-                .iter()
-                .map(|d| d.label(&name))
-                .filter(|v| !v.is_empty())
-                .collect();
-            let mut v: Vec<String> = set.into_iter().map(str::to_owned).collect();
-            v.sort();
-            Ok(v)
-        })
-        .await?;
+        let values = st
+            .runner
+            .run(&tenant, timeout, move |deadline| {
+                let selectors = p.matchers()?;
+                if selectors.is_empty() && range.is_none() {
+                    return Ok(store.label_values(&t, &name));
+                }
+                let defs = select_series(&store, &t, &selectors, range, deadline)?;
+                let set: HashSet<&str> = defs
+                    .iter()
+                    .map(|d| d.label(&name))
+                    .filter(|v| !v.is_empty())
+                    .collect();
+                let mut v: Vec<String> = set.into_iter().map(str::to_owned).collect();
+                v.sort();
+                Ok(v)
+            })
+            .await?;
         Ok(limited(values, limit))
     };
     respond(run.await)
@@ -362,25 +368,27 @@ pub async fn metadata(
         let store = Arc::clone(st.store());
         let ps2 = Arc::clone(&ps);
         let t = tenant.clone();
-        let families = run_blocking(&st, &tenant, timeout, move |deadline| {
-            let tenant = t;
-            let defs = store.series(&tenant, &[]);
-            deadline.check()?;
-            let names: HashSet<&str> = defs.iter().map(|d| d.metric_name.as_str()).collect();
-            let mut fams: BTreeMap<String, Vec<FamilyMeta>> = BTreeMap::new();
-            for d in &defs {
-                let (family, m) = family_of(d, &names);
-                let e = fams.entry(family).or_default();
-                if !e.contains(&m) {
-                    e.push(m);
+        let families = st
+            .runner
+            .run(&tenant, timeout, move |deadline| {
+                let tenant = t;
+                let defs = store.series(&tenant, &[]);
+                deadline.check()?;
+                let names: HashSet<&str> = defs.iter().map(|d| d.metric_name.as_str()).collect();
+                let mut fams: BTreeMap<String, Vec<FamilyMeta>> = BTreeMap::new();
+                for d in &defs {
+                    let (family, m) = family_of(d, &names);
+                    let e = fams.entry(family).or_default();
+                    if !e.contains(&m) {
+                        e.push(m);
+                    }
                 }
-            }
-            for (family, m) in ps2.all_metadata(&tenant) {
-                fams.insert(family, vec![m]);
-            }
-            Ok(fams)
-        })
-        .await?;
+                for (family, m) in ps2.all_metadata(&tenant) {
+                    fams.insert(family, vec![m]);
+                }
+                Ok(fams)
+            })
+            .await?;
         let mut out = String::from("{");
         let mut n = 0usize;
         for (family, metas) in &families {

@@ -18,7 +18,7 @@ use sightline_query::QueryError;
 use sightline_query::promql::{
     Budget, QueryResult, ResultSeries, SampleSource, StoreSource, instant_query, range_query,
 };
-use sightline_storage::{Deadline, TenantId};
+use sightline_storage::TenantId;
 
 use super::params::Params;
 use super::{ApiError, request_params, success, tenant};
@@ -42,20 +42,6 @@ pub fn query_timeout(st: &AppState, p: &Params) -> Result<Duration, ApiError> {
     Ok(st.runner.timeout(asked))
 }
 
-/// Runs `f` through the runner for `tenant` (blocking pool, slots, deadline).
-pub async fn run_blocking<T, F>(
-    st: &AppState,
-    tenant: &TenantId,
-    timeout: Duration,
-    f: F,
-) -> Result<T, ApiError>
-where
-    T: Send + 'static,
-    F: FnOnce(&Deadline) -> Result<T, ApiError> + Send + 'static,
-{
-    st.runner.run(tenant, timeout, f).await
-}
-
 /// Maps an engine error onto Prometheus' error types: the shared classification, with the
 /// parser's message prefixed as Prometheus does.
 pub fn query_error(e: QueryError) -> ApiError {
@@ -77,12 +63,13 @@ where
     let store = Arc::clone(st.store());
     let t = tenant.clone();
     let max_samples = st.limits().max_query_samples;
-    run_blocking(st, &tenant, timeout, move |deadline| {
-        let src = StoreSource::new(&store, t);
-        let budget = Budget::until(deadline.clone()).with_max_samples(max_samples);
-        f(&src, &budget).map_err(query_error)
-    })
-    .await
+    st.runner
+        .run(&tenant, timeout, move |deadline| {
+            let src = StoreSource::new(&store, t);
+            let budget = Budget::until(deadline.clone()).with_max_samples(max_samples);
+            f(&src, &budget).map_err(query_error)
+        })
+        .await
 }
 
 /// `GET|POST /api/v1/query`: `query`, `time` (default now), `timeout`.
@@ -157,11 +144,12 @@ pub async fn exemplars(
         p.time_or("end", now)?;
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
-        run_blocking(&st, &tenant, timeout, move |_| {
-            sightline_query::promql::parse(&query).map_err(query_error)?;
-            Ok(())
-        })
-        .await
+        st.runner
+            .run(&tenant, timeout, move |_| {
+                sightline_query::promql::parse(&query).map_err(query_error)?;
+                Ok(())
+            })
+            .await
     };
     match run.await {
         Ok(()) => success("[]", &[]),
@@ -183,11 +171,12 @@ pub async fn format(
         let p = request_params(&method, &headers, q.as_deref(), &body);
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
-        run_blocking(&st, &tenant, timeout, move |_| {
-            let expr = sightline_query::promql::parse(&query).map_err(query_error)?;
-            Ok(json_str(&expr.prettify()))
-        })
-        .await
+        st.runner
+            .run(&tenant, timeout, move |_| {
+                let expr = sightline_query::promql::parse(&query).map_err(query_error)?;
+                Ok(json_str(&expr.prettify()))
+            })
+            .await
     };
     match run.await {
         Ok(data) => success(&data, &[]),
