@@ -177,8 +177,9 @@ pub struct ServeArgs {
     #[arg(long, env = "SIGHTLINE_MAX_QUERY_SAMPLES", value_name = "N")]
     pub max_query_samples: Option<usize>,
 
-    /// Most open HTTP connections; more are closed at accept. Keep the process' open-files
-    /// limit (systemd `LimitNOFILE`) above this plus 1024 [default: 4096].
+    /// Most open connections per listener (HTTP and gRPC each); more are closed at accept.
+    /// Keep the process' open-files limit (systemd `LimitNOFILE`) above twice this plus 1024
+    /// [default: 4096].
     #[arg(long, env = "SIGHTLINE_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,
 

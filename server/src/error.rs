@@ -124,6 +124,8 @@ impl From<sightline_storage::StorageError> for IngestError {
         match e {
             S::OverBudget { retry_after, .. } => Self::OverBudget { retry_after },
             S::Closed => Self::Unavailable("store is closed (server shutting down)".into()),
+            // Retryable: the write was undone and succeeds once space is freed.
+            e if e.is_disk_full() => Self::Unavailable(format!("disk full, retry later: {e}")),
             e if e.is_client_error() => Self::Malformed(e.to_string()),
             e => Self::Internal(e.to_string()),
         }
@@ -152,4 +154,26 @@ pub enum ServeError {
     /// A server task failed.
     #[error("{0}")]
     Server(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IngestError;
+    use sightline_storage::StorageError;
+
+    #[test]
+    fn a_full_disk_is_retryable_and_other_io_errors_are_not() {
+        let full = StorageError::io("wal", std::io::Error::from_raw_os_error(28));
+        assert!(full.is_disk_full());
+        let e = IngestError::from(full);
+        assert_eq!(e.http_status(), 503);
+        assert!(e.retry_after().is_some());
+        assert!(e.to_string().contains("disk full"), "{e}");
+        let eio = IngestError::from(StorageError::io(
+            "wal",
+            std::io::Error::from_raw_os_error(5),
+        ));
+        assert_eq!(eio.http_status(), 500);
+        assert!(eio.retry_after().is_none());
+    }
 }

@@ -10,8 +10,10 @@
 //! decoded-bytes budget spent: with `RetryInfo`), `UNAVAILABLE` with `RetryInfo` (memory
 //! budget, shutting down).
 //!
-//! The listener's transport settings are [`GrpcTransport`]'s.
+//! The listener's transport settings are [`GrpcTransport`]'s; its accept loop (connection
+//! cap, first-bytes timeout) is [`incoming`].
 
+pub mod incoming;
 pub mod rpc;
 pub mod service;
 

@@ -18,7 +18,7 @@
 //! | `max_concurrent_queries` (query, metadata and detect work running at once, all tenants) | 20 | waits within the deadline, then 503 `timeout` |
 //! | `max_concurrent_queries_per_tenant` (the same, one tenant) | 10 | waits within the deadline, then 503 `timeout` |
 //! | `max_query_samples` (samples one PromQL query may hold, Prometheus' `--query.max-samples`) | 50,000,000 | 422 `execution` |
-//! | `max_connections` (open HTTP connections) | 4,096 | connection closed at accept |
+//! | `max_connections` (open connections per listener, HTTP and gRPC) | 4,096 | connection closed at accept |
 //! | `header_read_timeout_secs` (to send request headers; also the keep-alive idle timeout) | 30 | connection closed |
 //! | `body_read_timeout_secs` (longest pause while sending a request body) | 60 | 400, connection closed |
 //! | `max_detectors_per_tenant` (anomaly detectors one tenant may define) | 100 | 400 |
@@ -64,7 +64,7 @@ pub struct Limits {
     pub max_concurrent_queries_per_tenant: usize,
     /// Most samples one PromQL query may hold in memory (Prometheus' `--query.max-samples`).
     pub max_query_samples: usize,
-    /// Most HTTP connections open at once.
+    /// Most connections open at once, per listener (HTTP and gRPC each).
     pub max_connections: usize,
     /// Longest wait for a request's headers, in seconds; also the keep-alive idle timeout.
     pub header_read_timeout_secs: u64,

@@ -18,7 +18,9 @@ pub mod tokens;
 
 use sightline_query::QueryError;
 use sightline_query::plan::{AggFunc, Aggregate, Cell, GroupBy, Plan, execute};
-use sightline_storage::{Matcher, Predicate, Signal, Store, TenantId, TimeRange, UnixNanos};
+use sightline_storage::{
+    Deadline, Matcher, Predicate, Signal, Store, TenantId, TimeRange, UnixNanos,
+};
 
 pub use series::{QualityMetric, QualityQuery, QualitySeries, quality_series};
 pub use tokens::{TokenView, TokensView, response_tokens};
@@ -137,10 +139,12 @@ pub fn values(
     key: &GroupKey,
     start_ns: i64,
     end_ns: i64,
+    deadline: &Deadline,
 ) -> Result<Vec<String>, QualityError> {
     let time = TimeRange::new(UnixNanos(start_ns), UnixNanos(end_ns))
         .map_err(|e| QualityError::BadRequest(e.to_string()))?;
     let mut plan = Plan::new(tenant.clone(), Signal::Spans, time);
+    plan.deadline = deadline.clone();
     plan.group_by = vec![GroupBy::Key(key.key().to_owned())];
     plan.aggregates = vec![Aggregate {
         func: AggFunc::Count,

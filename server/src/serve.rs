@@ -95,14 +95,16 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
     };
     let app = crate::http::router(crate::http::AppState::new(ingest.clone(), settings));
     if let Some(nofile) = crate::http::listener::open_files_limit() {
+        // Each listener holds up to max_connections sockets.
         let need = u64::try_from(limits.max_connections)
             .unwrap_or(u64::MAX)
+            .saturating_mul(2)
             .saturating_add(1024);
         if nofile < need {
             tracing::warn!(
                 nofile,
                 max_connections = limits.max_connections,
-                "the open-files limit is below max_connections + 1024: raise it (systemd LimitNOFILE, ulimit -n) or lower --max-connections"
+                "the open-files limit is below 2 x max_connections + 1024 (HTTP and gRPC): raise it (systemd LimitNOFILE, ulimit -n) or lower --max-connections"
             );
         }
     }
@@ -117,9 +119,14 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
     ));
     let (traces, metrics, logs) = OtlpGrpc::new(ingest.clone()).services();
     let transport = crate::grpc::GrpcTransport::default();
-    let incoming = tonic::transport::server::TcpIncoming::from(grpc_listener)
-        .with_nodelay(Some(true))
-        .with_keepalive(Some(transport.tcp_keepalive));
+    let incoming = crate::grpc::incoming::incoming(
+        grpc_listener,
+        crate::grpc::incoming::IncomingLimits {
+            max_connections: limits.max_connections,
+            first_bytes_timeout: std::time::Duration::from_secs(limits.header_read_timeout_secs),
+            tcp_keepalive: transport.tcp_keepalive,
+        },
+    );
     let grpc = tokio::spawn(
         transport
             .builder()

@@ -100,6 +100,18 @@ impl StorageError {
         }
     }
 
+    /// Whether the file system is out of space (or quota): the write was refused and undone,
+    /// and the same write may succeed once space is freed.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Self::Io { source, .. } => {
+                source.kind() == std::io::ErrorKind::StorageFull
+                    || source.kind() == std::io::ErrorKind::QuotaExceeded
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the caller's input (not the store) is at fault.
     pub fn is_client_error(&self) -> bool {
         matches!(

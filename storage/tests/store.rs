@@ -15,8 +15,6 @@ use sightline_storage::{
 
 #[path = "store/deadline.rs"]
 mod deadline;
-#[path = "store/disk_full.rs"]
-mod disk_full;
 #[path = "store/file_modes.rs"]
 mod file_modes;
 

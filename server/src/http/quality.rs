@@ -100,8 +100,8 @@ async fn series_handler(
     let store = st.store().clone();
     let t = tenant.clone();
     let out = st
-        .run(&tenant, move |_| {
-            quality_series(&store, &t, &query).map_err(quality_error)
+        .run(&tenant, move |deadline| {
+            quality_series(&store, &t, &query, deadline).map_err(quality_error)
         })
         .await?;
     Ok(axum::Json(json!({
@@ -126,8 +126,8 @@ async fn tokens(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) 
         let store = st.0.store().clone();
         let t = tenant.clone();
         let view =
-            st.0.run(&tenant, move |_| {
-                response_tokens(&store, &t, &trace_id, &span_id).map_err(quality_error)
+            st.0.run(&tenant, move |deadline| {
+                response_tokens(&store, &t, &trace_id, &span_id, deadline).map_err(quality_error)
             })
             .await?;
         Ok::<_, ApiError>(axum::Json(view).into_response())
@@ -156,8 +156,8 @@ async fn field_values(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQ
         let store = st.0.store().clone();
         let t = tenant.clone();
         let vals =
-            st.0.run(&tenant, move |_| {
-                values(&store, &t, &key, start, end).map_err(quality_error)
+            st.0.run(&tenant, move |deadline| {
+                values(&store, &t, &key, start, end, deadline).map_err(quality_error)
             })
             .await?;
         Ok(axum::Json(json!({ "values": vals })).into_response())

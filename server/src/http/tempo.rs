@@ -93,8 +93,8 @@ async fn load(
     let trace_id = parse_trace_id(id)?;
     let store = st.store().clone();
     let t = tenant.clone();
-    st.run(&tenant, move |_| {
-        match trace_by_id(&store, &t, trace_id).map_err(from_query)? {
+    st.run(&tenant, move |deadline| {
+        match trace_by_id(&store, &t, trace_id, deadline).map_err(from_query)? {
             Some(v) => Ok(resource_spans(&v.spans)),
             None => Err(ApiError::not_found(format!("trace {trace_id} not found"))),
         }

@@ -495,8 +495,8 @@ async fn by_id(
             .any(|(k, v)| k == "explain" && (v == "true" || v == "1"));
         let store = st.store().clone();
         let t = tenant.clone();
-        answer(&st, &tenant, move |_deadline| {
-            match trace_by_id(&store, &t, trace_id).map_err(query_error)? {
+        answer(&st, &tenant, move |deadline| {
+            match trace_by_id(&store, &t, trace_id, deadline).map_err(query_error)? {
                 Some(v) => Ok(trace_json(&v, explain)),
                 None => Err(ApiError::not_found(format!("trace {trace_id} not found"))),
             }

@@ -23,7 +23,7 @@ use sightline_detect::context::{Turn, context_expansion};
 use sightline_query::plan::{
     AggFunc, Aggregate, Cell, CmpOp, FieldFilter, GroupBy, Plan, Table, execute,
 };
-use sightline_storage::{Signal, Store, TenantId, TimeRange, UnixNanos};
+use sightline_storage::{Deadline, Signal, Store, TenantId, TimeRange, UnixNanos};
 
 use super::{GroupKey, QualityError, SpanFilters};
 
@@ -174,11 +174,13 @@ pub fn quality_series(
     store: &Store,
     tenant: &TenantId,
     q: &QualityQuery,
+    deadline: &Deadline,
 ) -> Result<Vec<QualitySeries>, QualityError> {
     let (first_ns, n) = q.validate()?;
     let time = TimeRange::new(UnixNanos(q.start_ns), UnixNanos(q.end_ns))
         .map_err(|e| QualityError::BadRequest(e.to_string()))?;
     let mut plan = q.plan(tenant, time);
+    plan.deadline = deadline.clone();
     let key = q.by.key().to_owned();
     // group -> bucket index -> value
     let mut groups: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();

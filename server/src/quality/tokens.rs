@@ -6,7 +6,7 @@ use serde::Serialize;
 use sightline_detect::entropy::{UncertaintyOptions, token_uncertainty};
 use sightline_detect::logprobs::parse_logprobs;
 use sightline_query::traces::trace::trace_by_id;
-use sightline_storage::{SpanId, Store, TenantId, TraceId};
+use sightline_storage::{Deadline, SpanId, Store, TenantId, TraceId};
 
 use super::QualityError;
 use crate::otlp::genai::logprobs_text;
@@ -59,12 +59,13 @@ pub fn response_tokens(
     tenant: &TenantId,
     trace_id: &str,
     span_id: &str,
+    deadline: &Deadline,
 ) -> Result<TokensView, QualityError> {
     let tid = TraceId::from_hex(trace_id)
         .map_err(|e| QualityError::BadRequest(format!("trace_id: {e}")))?;
     let sid =
         SpanId::from_hex(span_id).map_err(|e| QualityError::BadRequest(format!("span_id: {e}")))?;
-    let view = trace_by_id(store, tenant, tid)?
+    let view = trace_by_id(store, tenant, tid, deadline)?
         .ok_or_else(|| QualityError::NotFound(format!("trace {trace_id} not found")))?;
     let span = view
         .spans

@@ -1,6 +1,7 @@
-//! Attacks on the HTTP surface of the real binary: each request that once crashed, froze or
-//! exhausted the server is sent again, and the server must answer 4xx/503, keep `/health` and
-//! ingest responsive, serve other tenants, and start again afterwards.
+//! Attacks on the HTTP and gRPC surfaces of the real binary: each request that once crashed,
+//! froze or exhausted the server is sent again, and the server must answer 4xx/503, keep
+//! `/health` and ingest responsive, serve other tenants, and start again afterwards (killed
+//! with SIGKILL; every acknowledged write is replayed).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -71,6 +72,20 @@ fn assert_ingests(s: &ServerProcess, tenant: &str) {
         body.as_bytes(),
     );
     assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// Kills `s` the hard way after an attack and starts a server on the same data: it comes up,
+/// and the span [`assert_ingests`] stored for `tenant` before the kill is there.
+fn assert_restarts(s: ServerProcess, dir: &std::path::Path, extra: &[&str], tenant: &str) {
+    drop(s);
+    let s = start(dir, extra);
+    assert_healthy(&s, Duration::from_secs(2));
+    let r = get(
+        &s,
+        "/api/traces/5b8efff798038103d269b633813fc60c",
+        &[("X-Scope-OrgID", tenant)],
+    );
+    assert_eq!(r.status, 200, "the acknowledged span is gone: {}", r.text());
 }
 
 #[test]
@@ -153,6 +168,7 @@ fn deep_nesting_is_refused_everywhere_and_the_server_stays_up() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("\"3\""), "{}", r.text());
+    assert_restarts(s, dir.path(), &[], "default");
 }
 
 #[test]
@@ -245,6 +261,20 @@ fn browsers_cannot_be_used_against_a_loopback_server() {
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
+/// Whether the server has closed `c`: a read sees end of stream or a reset, not a timeout.
+fn is_closed(c: &mut TcpStream) -> bool {
+    c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 64];
+    match c.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
 #[test]
 fn silent_connections_are_closed_and_capped() {
     let dir = tempfile::tempdir().unwrap();
@@ -263,14 +293,7 @@ fn silent_connections_are_closed_and_capped() {
     assert_ingests(&s, "default");
     std::thread::sleep(Duration::from_secs(4));
     // The server closed every one of them after the header timeout.
-    let mut closed = 0;
-    for c in &mut silent {
-        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let mut buf = [0u8; 64];
-        if matches!(c.read(&mut buf), Ok(0) | Err(_)) {
-            closed += 1;
-        }
-    }
+    let closed = silent.iter_mut().map(is_closed).filter(|&c| c).count();
     assert_eq!(closed, 600, "silent connections left open");
     // A half-sent request is closed the same way.
     let mut half = TcpStream::connect(s.http).unwrap();
@@ -328,6 +351,39 @@ fn silent_connections_are_closed_and_capped() {
     drop(held);
     std::thread::sleep(Duration::from_millis(300));
     assert_healthy(&s, Duration::from_secs(2));
+}
+
+#[test]
+fn silent_grpc_connections_are_closed_and_capped() {
+    use crate::ingest_bombs::{grpc_export, one_span};
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(
+        dir.path(),
+        &["--header-read-timeout-secs", "2", "--max-connections", "64"],
+    );
+    // 64 sockets that never send a byte take every gRPC slot ...
+    let mut silent: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(s.grpc).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // ... so one more connection is closed at once, and HTTP is unaffected.
+    let mut extra = TcpStream::connect(s.grpc).unwrap();
+    assert!(
+        is_closed(&mut extra),
+        "a gRPC connection past the cap was kept open"
+    );
+    assert_healthy(&s, Duration::from_secs(2));
+    assert_ingests(&s, "default");
+    // After the first-bytes timeout the server has closed all of them ...
+    std::thread::sleep(Duration::from_secs(3));
+    let closed = silent.iter_mut().map(is_closed).filter(|&c| c).count();
+    assert_eq!(closed, 64, "silent gRPC connections left open");
+    drop(silent);
+    // ... and the slots are free again: an export over gRPC is stored.
+    grpc_export(s.grpc, one_span(41).into(), None, false).expect("gRPC export after the attack");
+    let r = get(&s, "/api/traces/29292929292929292929292929292929", &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_restarts(s, dir.path(), &[], "default");
 }
 
 /// A hallucination request at the grounding work limit: about a second of CPU per request.
@@ -433,6 +489,7 @@ fn one_tenant_cannot_starve_another_and_work_stays_off_the_async_workers() {
     );
     assert_eq!(r.status, 413, "{}", r.text());
     assert!(t.elapsed() < Duration::from_secs(1));
+    assert_restarts(s, dir.path(), &[], "b");
 }
 
 #[test]
@@ -576,6 +633,8 @@ fn queries_stop_at_their_sample_budget_and_deadline() {
     assert_eq!(r.status, 503, "{}", r.text());
     assert!(r.text().contains("timeout"), "{}", r.text());
     assert_healthy(&s, Duration::from_secs(2));
+    assert_ingests(&s, "default");
+    assert_restarts(s, dir.path(), &[], "default");
 }
 
 #[test]
@@ -636,4 +695,6 @@ fn loki_metadata_reads_the_range_once_whatever_the_selectors() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("\"entries\":200"), "{}", r.text());
+    assert_ingests(&s, "default");
+    assert_restarts(s, dir.path(), &[], "default");
 }

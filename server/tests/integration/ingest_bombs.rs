@@ -58,7 +58,7 @@ impl Decoder for RawDecoder {
     }
 }
 
-fn grpc_export(
+pub(crate) fn grpc_export(
     addr: SocketAddr,
     body: Bytes,
     token: Option<&str>,
@@ -109,7 +109,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
-fn one_span(seed: u8) -> Vec<u8> {
+pub(crate) fn one_span(seed: u8) -> Vec<u8> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -15,6 +15,7 @@ mod decode_robustness;
 mod demo;
 mod detect_api;
 mod detectors_api;
+mod disk_full;
 mod hardening;
 mod ingest_bombs;
 mod loki_api;
