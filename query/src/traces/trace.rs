@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 use sightline_storage::{
-    Predicate, ScanRequest, ScanStats, Signal, SpanId, SpanRecord, Store, TenantId, TimeRange,
-    TraceId,
+    Deadline, Predicate, ScanRequest, ScanStats, Signal, SpanId, SpanRecord, Store, TenantId,
+    TimeRange, TraceId,
 };
 
 use super::critical_path::{PathSegment, PathSpan, choose_root, critical_path};
@@ -60,17 +60,20 @@ impl TraceView {
     }
 }
 
-/// Reads one trace of `tenant`; `None` when no span of it is stored.
+/// Reads one trace of `tenant`, until `deadline`; `None` when no span of it is stored.
 pub fn trace_by_id(
     store: &Store,
     tenant: &TenantId,
     trace_id: TraceId,
+    deadline: &Deadline,
 ) -> Result<Option<TraceView>> {
     let req = ScanRequest::new(tenant.clone(), Signal::Spans, TimeRange::ALL)
-        .with(Predicate::TraceId(trace_id));
+        .with(Predicate::TraceId(trace_id))
+        .until(deadline.clone());
     let res = store.scan(&req)?;
     let mut spans = Vec::new();
     for b in &res.batches {
+        deadline.check()?;
         spans.extend(sightline_storage::columnar::spans_from_batch(b)?);
     }
     if spans.is_empty() {

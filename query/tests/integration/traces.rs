@@ -419,7 +419,7 @@ fn trace_by_id_reads_every_span_with_structure() {
     store
         .append_spans(&tenant(), std::slice::from_ref(&child))
         .unwrap();
-    let v = trace_by_id(&store, &tenant(), TraceId([7; 16]))
+    let v = trace_by_id(&store, &tenant(), TraceId([7; 16]), &Deadline::none())
         .unwrap()
         .unwrap();
     assert_eq!(v.spans, vec![root, child, orphan]);
@@ -433,13 +433,13 @@ fn trace_by_id_reads_every_span_with_structure() {
     assert_eq!(total, 100);
     assert_eq!(v.critical_path.len(), 3);
     assert!(
-        trace_by_id(&store, &tenant(), TraceId([8; 16]))
+        trace_by_id(&store, &tenant(), TraceId([8; 16]), &Deadline::none())
             .unwrap()
             .is_none()
     );
     let other = TenantId::new("t2").unwrap();
     assert!(
-        trace_by_id(&store, &other, TraceId([7; 16]))
+        trace_by_id(&store, &other, TraceId([7; 16]), &Deadline::none())
             .unwrap()
             .is_none()
     );
