@@ -9,10 +9,13 @@
 //! * [`tokens`]: the token-level view of one response from its stored
 //!   `gen_ai.response.logprobs`, scored with [`sightline_detect::entropy`].
 //! * [`values`]: the distinct values of a grouping field (for Grafana template variables).
+//! * [`empty`]: why an answer is empty (what the range lacks) and where the docs say how to
+//!   send it.
 //!
 //! Everything here reads through `sightline_query::plan` / `trace_by_id`; no scan loop of its
 //! own.
 
+pub mod empty;
 pub mod series;
 pub mod tokens;
 

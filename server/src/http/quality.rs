@@ -22,6 +22,7 @@ use serde_json::json;
 use super::params::{get as param, parse_step, parse_time};
 use super::traces::{bad, query_pairs};
 use super::{ApiError, AppState, request_tenant as tenant};
+use crate::quality::empty::explain_empty;
 use crate::quality::{
     GroupKey, QualityError, QualityMetric, QualityQuery, SpanFilters, quality_series,
     response_tokens, values,
@@ -99,18 +100,28 @@ async fn series_handler(
     };
     let store = st.store().clone();
     let t = tenant.clone();
-    let out = st
+    let (out, why) = st
         .run(&tenant, move |deadline| {
-            quality_series(&store, &t, &query, deadline).map_err(quality_error)
+            let out = quality_series(&store, &t, &query, deadline).map_err(quality_error)?;
+            let why = if out.is_empty() {
+                Some(explain_empty(&store, &t, &query, deadline).map_err(quality_error)?)
+            } else {
+                None
+            };
+            Ok((out, why))
         })
         .await?;
-    Ok(axum::Json(json!({
+    let mut body = json!({
         "metric": metric.name(),
         "by": by.name(),
         "step_ms": step_ns / 1_000_000,
         "series": out,
-    }))
-    .into_response())
+    });
+    if let (Some(why), Some(m)) = (why, body.as_object_mut()) {
+        m.insert("empty_reason".into(), why.empty_reason.into());
+        m.insert("docs".into(), why.docs.into());
+    }
+    Ok(axum::Json(body).into_response())
 }
 
 async fn tokens(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {

@@ -1,14 +1,15 @@
 //! GenAI semantic conventions (v1.37 to v1.41) promoted to [`GenAiFields`], and the quality
-//! fields computed at ingest ([`QualityFields`]) with `sightline_detect`.
+//! fields computed at ingest ([`QualityFields`]) with `sightline_detect`, from the answer,
+//! logprobs and documents [`content`] reads.
 //!
 //! ## Promotion
 //!
 //! | column | canonical key | aliases (lower rank first) |
 //! |---|---|---|
 //! | operation_name | `gen_ai.operation.name` | |
-//! | provider_name | `gen_ai.provider.name` | `gen_ai.system` (deprecated), `llm.provider` (OpenInference) |
-//! | request_model | `gen_ai.request.model` | `llm.model_name` (OpenInference) |
-//! | response_model | `gen_ai.response.model` | |
+//! | provider_name | `gen_ai.provider.name` | `gen_ai.system` (deprecated), `llm.provider`, `llm.system` (OpenInference) |
+//! | request_model | `gen_ai.request.model` | `model` of `llm.invocation_parameters` (OpenInference) |
+//! | response_model | `gen_ai.response.model` | `llm.model_name` (OpenInference) |
 //! | input_tokens | `gen_ai.usage.input_tokens` | `gen_ai.usage.prompt_tokens` (deprecated), `llm.token_count.prompt` |
 //! | output_tokens | `gen_ai.usage.output_tokens` | `gen_ai.usage.completion_tokens` (deprecated), `llm.token_count.completion` |
 //! | total_tokens | `gen_ai.usage.total_tokens` (de-facto) | `llm.token_count.total` |
@@ -18,6 +19,10 @@
 //! | finish_reasons | `gen_ai.response.finish_reasons` | |
 //! | conversation_id | `gen_ai.conversation.id` | |
 //!
+//! The operation of an OpenInference span comes from `openinference.span.kind` (`LLM`: `chat`
+//! when it has input messages, else `text_completion`; `EMBEDDING`: `embeddings`; `TOOL`:
+//! `execute_tool`; `AGENT`: `invoke_agent`).
+//!
 //! The canonical key wins over aliases. A canonical attribute is removed from the generic
 //! attribute list only when its value had exactly the column's type (string, int, double,
 //! array of strings), so reading the column back gives the attribute back. Aliases and
@@ -25,11 +30,16 @@
 //! in the attribute list as sent. Nothing is ever dropped.
 
 use sightline_detect::entropy::{UncertaintyOptions, response_uncertainty};
-use sightline_detect::hallucination::{
-    HallucinationOptions, RetrievedDocument, hallucination_index_parts,
-};
+use sightline_detect::hallucination::{HallucinationOptions, hallucination_index_parts};
 use sightline_detect::logprobs::parse_logprobs;
 use sightline_storage::{AttrValue, Attributes, GenAiFields, QualityFields, SpanEvent};
+
+pub mod content;
+
+pub use content::{
+    DOCUMENTS_KEY, LOGPROBS_KEY, OUTPUT_MESSAGES_KEY, answer_text, documents, logprobs_text,
+};
+use content::{find, is_openinference, json_value, logprobs_source};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Target {
@@ -53,9 +63,10 @@ const KEYS: &[(&str, Target, u8)] = &[
     ("gen_ai.provider.name", Target::Provider, 0),
     ("gen_ai.system", Target::Provider, 1),
     ("llm.provider", Target::Provider, 2),
+    ("llm.system", Target::Provider, 3),
     ("gen_ai.request.model", Target::RequestModel, 0),
-    ("llm.model_name", Target::RequestModel, 2),
     ("gen_ai.response.model", Target::ResponseModel, 0),
+    ("llm.model_name", Target::ResponseModel, 2),
     ("gen_ai.usage.input_tokens", Target::Input, 0),
     ("gen_ai.usage.prompt_tokens", Target::Input, 1),
     ("llm.token_count.prompt", Target::Input, 2),
@@ -186,15 +197,43 @@ pub fn promote(attrs: &mut Attributes) -> GenAiFields {
     for i in remove.into_iter().rev() {
         attrs.remove(i);
     }
+    derive(attrs, &mut fields);
     fields
 }
 
-/// Attribute carrying OpenAI-shaped logprobs (on the span or on an event).
-pub const LOGPROBS_KEY: &str = "gen_ai.response.logprobs";
-/// Attribute carrying the retrieved documents (`[{"id", "text"}]`).
-pub const DOCUMENTS_KEY: &str = "gen_ai.retrieval.documents";
-/// Attribute carrying the output messages.
-pub const OUTPUT_MESSAGES_KEY: &str = "gen_ai.output.messages";
+/// Columns no attribute names directly, derived from OpenInference's attributes when still
+/// empty: the operation from `openinference.span.kind`, the request model from
+/// `llm.invocation_parameters` (OpenInference's `llm.model_name` is the response's model).
+fn derive(attrs: &Attributes, f: &mut GenAiFields) {
+    if f.operation_name.is_none() {
+        let has_messages = attrs
+            .iter()
+            .any(|(k, _)| k.starts_with("llm.input_messages."));
+        f.operation_name = [
+            (
+                "LLM",
+                if has_messages {
+                    "chat"
+                } else {
+                    "text_completion"
+                },
+            ),
+            ("EMBEDDING", "embeddings"),
+            ("TOOL", "execute_tool"),
+            ("AGENT", "invoke_agent"),
+        ]
+        .into_iter()
+        .find(|(kind, _)| is_openinference(attrs, kind))
+        .map(|(_, op)| op.to_owned());
+    }
+    if f.request_model.is_none()
+        && let Some(model) = find(attrs, "llm.invocation_parameters")
+            .and_then(json_value)
+            .and_then(|p| p.get("model").and_then(|m| m.as_str().map(str::to_owned)))
+    {
+        f.request_model = Some(model);
+    }
+}
 
 /// What computing quality fields found (for the server's own metrics).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -207,136 +246,6 @@ pub struct QualityOutcome {
     pub hallucination_scored: bool,
 }
 
-fn find<'a>(attrs: &'a Attributes, key: &str) -> Option<&'a AttrValue> {
-    attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-}
-
-/// The value as JSON text: strings verbatim, structured values rendered.
-fn json_text(v: &AttrValue) -> Option<String> {
-    match v {
-        AttrValue::Str(s) => Some(s.clone()),
-        AttrValue::Array(_) | AttrValue::KvList(_) => Some(v.to_json().to_string()),
-        _ => None,
-    }
-}
-
-fn json_value(v: &AttrValue) -> Option<serde_json::Value> {
-    match v {
-        AttrValue::Str(s) => serde_json::from_str(s).ok(),
-        AttrValue::Array(_) | AttrValue::KvList(_) => Some(v.to_json()),
-        _ => None,
-    }
-}
-
-fn logprobs_source<'a>(attrs: &'a Attributes, events: &'a [SpanEvent]) -> Option<&'a AttrValue> {
-    find(attrs, LOGPROBS_KEY).or_else(|| {
-        events
-            .iter()
-            .filter(|e| e.name == LOGPROBS_KEY || e.name == "gen_ai.choice")
-            .find_map(|e| {
-                find(&e.attributes, LOGPROBS_KEY).or_else(|| find(&e.attributes, "logprobs"))
-            })
-    })
-}
-
-/// Text of the output messages: `parts[].content` of `type: "text"` parts (v1.37+), or a
-/// message's `content` string (older shape), joined by newlines.
-fn message_text(v: &serde_json::Value, out: &mut Vec<String>) {
-    use serde_json::Value;
-    match v {
-        Value::Array(items) => items.iter().for_each(|m| message_text(m, out)),
-        Value::Object(m) => {
-            if let Some(Value::Array(parts)) = m.get("parts") {
-                for p in parts {
-                    let is_text = p
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .is_none_or(|t| t == "text");
-                    if let (true, Some(c)) = (is_text, p.get("content").and_then(Value::as_str)) {
-                        out.push(c.to_owned());
-                    }
-                }
-            } else if let Some(c) = m.get("content").and_then(Value::as_str) {
-                out.push(c.to_owned());
-            } else if let Some(msg) = m.get("message") {
-                message_text(msg, out);
-            }
-        }
-        Value::String(s) => out.push(s.clone()),
-        _ => {}
-    }
-}
-
-fn answer_text(attrs: &Attributes, events: &[SpanEvent]) -> Option<String> {
-    let mut parts = Vec::new();
-    if let Some(v) = find(attrs, OUTPUT_MESSAGES_KEY) {
-        match json_value(v) {
-            Some(j) => message_text(&j, &mut parts),
-            None => {
-                if let AttrValue::Str(s) = v {
-                    parts.push(s.clone());
-                }
-            }
-        }
-    } else if let Some(AttrValue::Str(s)) = find(attrs, "gen_ai.completion") {
-        parts.push(s.clone());
-    } else {
-        for e in events.iter().filter(|e| e.name == "gen_ai.choice") {
-            if let Some(j) = find(&e.attributes, "message").and_then(json_value) {
-                message_text(&j, &mut parts);
-            }
-        }
-    }
-    let text = parts.join("\n");
-    (!text.trim().is_empty()).then_some(text)
-}
-
-fn documents(attrs: &Attributes) -> Vec<RetrievedDocument> {
-    use serde_json::Value;
-    let mut docs = Vec::new();
-    if let Some(Value::Array(items)) = find(attrs, DOCUMENTS_KEY).and_then(json_value) {
-        for (i, d) in items.iter().enumerate() {
-            let text = d
-                .get("text")
-                .or_else(|| d.get("content"))
-                .and_then(Value::as_str);
-            let id = match d.get("id") {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Number(n)) => n.to_string(),
-                _ => i.to_string(),
-            };
-            if let Some(text) = text {
-                docs.push(RetrievedDocument {
-                    id,
-                    text: text.to_owned(),
-                });
-            }
-        }
-    }
-    if docs.is_empty() {
-        // OpenInference flattens documents: retrieval.documents.<i>.document.{id,content}.
-        for (k, v) in attrs {
-            if let (Some(rest), AttrValue::Str(text)) = (k.strip_prefix("retrieval.documents."), v)
-                && let Some(idx) = rest.strip_suffix(".document.content")
-            {
-                let id = find(attrs, &format!("retrieval.documents.{idx}.document.id"))
-                    .map(AttrValue::render)
-                    .unwrap_or_else(|| idx.to_owned());
-                docs.push(RetrievedDocument {
-                    id,
-                    text: text.clone(),
-                });
-            }
-        }
-    }
-    docs
-}
-
-/// The logprobs a span carries (attribute, or event in the accepted forms) as JSON text.
-pub fn logprobs_text(attrs: &Attributes, events: &[SpanEvent]) -> Option<String> {
-    logprobs_source(attrs, events).and_then(json_text)
-}
-
 /// Computes the quality columns of a span from its attributes and events.
 pub fn quality(attrs: &Attributes, events: &[SpanEvent]) -> (QualityFields, QualityOutcome) {
     let mut q = QualityFields::default();
@@ -345,7 +254,8 @@ pub fn quality(attrs: &Attributes, events: &[SpanEvent]) -> (QualityFields, Qual
     let mut uncertainty = None;
     if let Some(src) = logprobs_source(attrs, events) {
         outcome.logprobs_found = true;
-        let parsed = json_text(src)
+        let parsed = src
+            .text()
             .ok_or_else(|| "logprobs must be a JSON string or a structured value".to_owned())
             .and_then(|t| parse_logprobs(&t).map_err(|e| e.to_string()))
             .and_then(|lp| response_uncertainty(&lp, &opts).map_err(|e| e.to_string()));

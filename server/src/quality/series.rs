@@ -109,7 +109,7 @@ pub struct QualitySeries {
     pub points: Vec<(i64, Option<f64>)>,
 }
 
-fn cell_str(c: &Cell) -> String {
+pub(super) fn cell_str(c: &Cell) -> String {
     match c {
         Cell::Str(s) => s.clone(),
         Cell::Int(i) => i.to_string(),
@@ -162,7 +162,7 @@ impl QualityQuery {
         Ok((first, n as usize))
     }
 
-    fn plan(&self, tenant: &TenantId, time: TimeRange) -> Plan {
+    pub(super) fn plan(&self, tenant: &TenantId, time: TimeRange) -> Plan {
         let mut plan = Plan::new(tenant.clone(), Signal::Spans, time);
         plan.predicates = self.filters.predicates();
         plan

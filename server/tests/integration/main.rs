@@ -18,6 +18,7 @@ mod detectors_api;
 mod disk_full;
 mod hardening;
 mod ingest_bombs;
+mod llm_clients;
 mod loki_api;
 mod openapi;
 mod prometheus_api;
