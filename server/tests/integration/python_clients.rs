@@ -224,6 +224,11 @@ fn verify_spans(store: &Store, t: &TenantId, manifest: &Value) {
         Some("claude-3-5-sonnet")
     );
     assert_eq!(
+        legacy.gen_ai.response_model.as_deref(),
+        Some("claude-3-5-sonnet-20241022"),
+        "OpenInference's llm.model_name is the response model"
+    );
+    assert_eq!(
         legacy.quality.entropy_mean,
         Some(mean),
         "logprobs from the gen_ai.choice event"

@@ -265,7 +265,7 @@ def main():
             "gen_ai.request.model": "claude-3-5-sonnet",
             "gen_ai.usage.prompt_tokens": 100,
             "gen_ai.usage.completion_tokens": 20,
-            "llm.model_name": "ignored-because-canonical-wins",
+            "llm.model_name": "claude-3-5-sonnet-20241022",
         }) as legacy:
             legacy.add_event("gen_ai.choice", {"index": 0, "gen_ai.response.logprobs": json.dumps(LOGPROBS)})
         with tracer.start_as_current_span("execute_tool get_weather", kind=SpanKind.INTERNAL, attributes={
