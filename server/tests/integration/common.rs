@@ -308,3 +308,26 @@ pub fn python() -> Option<PathBuf> {
         }
     }
 }
+
+/// A numeric field of `/proc/<pid>/status` in KiB (`VmRSS:`, `VmSize:`); 0 when unreadable.
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Limits the running server's address space to what it has mapped plus `headroom` bytes
+/// (`prlimit --as`), so a memory regression fails the test instead of exhausting the machine.
+/// Says so and goes on without a limit where prlimit is missing.
+pub fn cap_address_space(s: &ServerProcess, headroom: u64) {
+    let pid = s.child.id();
+    let limit = status_kib(pid, "VmSize:") * 1024 + headroom;
+    let st = Command::new("prlimit")
+        .args([format!("--pid={pid}"), format!("--as={limit}")])
+        .status();
+    if !st.is_ok_and(|s| s.success()) {
+        eprintln!("prlimit unavailable: running without an address-space limit");
+    }
+}

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::common::{HttpResponse, ServerProcess, http};
+use crate::common::{HttpResponse, ServerProcess, cap_address_space, http, status_kib};
 
 fn url_encode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
@@ -564,14 +564,7 @@ fn small_findings() {
 
 /// The server's resident memory, from `/proc`.
 fn rss_bytes(s: &ServerProcess) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .unwrap()
-        * 1024
+    status_kib(s.child.id(), "VmRSS:") * 1024
 }
 
 #[test]
@@ -579,6 +572,8 @@ fn queries_stop_at_their_sample_budget_and_deadline() {
     use crate::prom_common::{encode, form, now_ms, post_write, ts};
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), &["--max-query-samples", "100000"]);
+    // The unbounded query once took +1.2 GB: under a cap, a regression fails here.
+    cap_address_space(&s, 3 << 30);
     // 200 series with a sample every 15 min over the last 46 hours.
     let end = now_ms() / 1000 * 1000;
     let start_ms = end - 46 * 3_600_000;
@@ -641,6 +636,8 @@ fn queries_stop_at_their_sample_budget_and_deadline() {
 fn loki_metadata_reads_the_range_once_whatever_the_selectors() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), &[]);
+    // 400 selectors once took +10 GB: under a cap, a regression fails here.
+    cap_address_space(&s, 3 << 30);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -8,7 +8,6 @@
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::process::Command;
 
 use bytes::{Buf as _, BufMut as _, Bytes};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -17,7 +16,7 @@ use prost::Message as _;
 use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::{Code, Status};
 
-use crate::common::{ServerProcess, http};
+use crate::common::{ServerProcess, cap_address_space, http, status_kib};
 
 const TOKEN: &str = "bomb-secret";
 const TRACES: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
@@ -133,14 +132,6 @@ pub(crate) fn one_span(seed: u8) -> Vec<u8> {
     .encode_to_vec()
 }
 
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// RSS after a bomb, next to the baseline: never more than `slack_mib` above it.
 fn assert_rss_flat(s: &mut ServerProcess, before_kib: u64, slack_mib: u64, what: &str) {
     assert!(
@@ -193,13 +184,7 @@ fn bombs_are_refused_before_decoding() {
     let pid = s.child.id();
     // Headroom of 3 GiB of address space over what the started server has mapped: every
     // bomb below asked for several GB before the pre-scan existed.
-    let limit = status_kib(pid, "VmSize:") * 1024 + (3 << 30);
-    let st = Command::new("prlimit")
-        .args([format!("--pid={pid}"), format!("--as={limit}")])
-        .status();
-    if !st.is_ok_and(|s| s.success()) {
-        eprintln!("prlimit unavailable: running without an address-space limit");
-    }
+    cap_address_space(&s, 3 << 30);
     assert_serving(&s, 1);
     let baseline = status_kib(pid, "VmRSS:");
 
