@@ -88,6 +88,7 @@ pub struct Ingest {
     budget: Arc<DecodedBudget>,
     shutting_down: AtomicBool,
     detectors: std::sync::OnceLock<Arc<crate::detectors::Detectors>>,
+    assembler: std::sync::OnceLock<Arc<crate::assembly::Assembler>>,
 }
 
 impl std::fmt::Debug for Ingest {
@@ -116,6 +117,7 @@ impl Ingest {
             budget,
             shutting_down: AtomicBool::new(false),
             detectors: std::sync::OnceLock::new(),
+            assembler: std::sync::OnceLock::new(),
         }
     }
 
@@ -142,6 +144,16 @@ impl Ingest {
     /// Attaches the detectors (once; `sightline serve` does at start).
     pub fn set_detectors(&self, d: Arc<crate::detectors::Detectors>) {
         let _ = self.detectors.set(d);
+    }
+
+    /// Attaches the trace-level quality assembler (once; `sightline serve` does at start).
+    pub fn set_assembler(&self, a: Arc<crate::assembly::Assembler>) {
+        let _ = self.assembler.set(a);
+    }
+
+    /// The assembler, when this process runs one.
+    pub fn assembler(&self) -> Option<&Arc<crate::assembly::Assembler>> {
+        self.assembler.get()
     }
 
     /// The detectors, when this process runs them (not in `sightline query --data-dir`).
@@ -344,6 +356,9 @@ impl Ingest {
                     .quality(q.logprobs, q.logprobs_errors, q.hallucination);
                 self.finish(signal, &mapped)?;
                 self.store.append_spans(tenant, &mapped.rows)?;
+                if let Some(a) = self.assembler.get() {
+                    a.observe(tenant, &mapped.rows);
+                }
                 (mapped.accepted, mapped.rejected, mapped.error_message())
             }
             ExportRequest::Metrics(r) => {

@@ -15,6 +15,7 @@
 //! The decode-and-map entry points ([`otlp::decode_traces`], [`otlp::traces::map_traces`], ...)
 //! are public so that fuzz targets and tests can call them without a network.
 
+pub mod assembly;
 pub mod auth;
 pub mod cli;
 pub mod config;

@@ -27,6 +27,10 @@
 //! | `min_detector_retrain_secs` (shortest `retrain_every`) | 600 | 400 |
 //! | `min_detector_step_secs` (shortest `step`, the scoring interval) | 10 | 400 |
 //! | `max_detector_training_secs` (training wall time of one run) | 600 | training stops, best models so far kept |
+//! | `max_assembling_traces` (traces waiting for their LLM spans and retrieved documents) | 100,000 | the trace is not evaluated, counted in `sightline_assembly_dropped_traces_total` |
+//! | `assembly_settle_secs` (quiet time after a trace's last span before it is evaluated) | 2 | |
+//! | `assembly_timeout_secs` (longest a trace waits for its pieces; later spans are not evaluated) | 60 | the trace is evaluated with what it has, or dropped |
+//! | `assembly_recovery_secs` (how far back a start looks for traces left unevaluated) | 3,600 | |
 
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +86,14 @@ pub struct Limits {
     pub min_detector_step_secs: u64,
     /// Longest training of one detector run, in seconds; it then keeps its best models so far.
     pub max_detector_training_secs: u64,
+    /// Most traces held while their LLM spans and retrieved documents arrive.
+    pub max_assembling_traces: usize,
+    /// Quiet time after a trace's last span before it is evaluated, in seconds.
+    pub assembly_settle_secs: u64,
+    /// Longest a trace waits for its pieces, in seconds.
+    pub assembly_timeout_secs: u64,
+    /// How far back a start looks for traces left unevaluated, in seconds.
+    pub assembly_recovery_secs: u64,
 }
 
 impl Default for Limits {
@@ -110,6 +122,10 @@ impl Default for Limits {
             min_detector_retrain_secs: 600,
             min_detector_step_secs: 10,
             max_detector_training_secs: 600,
+            max_assembling_traces: 100_000,
+            assembly_settle_secs: 2,
+            assembly_timeout_secs: 60,
+            assembly_recovery_secs: 3600,
         }
     }
 }
@@ -135,6 +151,7 @@ impl Limits {
             ("max_connections", self.max_connections),
             ("max_detectors_per_tenant", self.max_detectors_per_tenant),
             ("max_detector_parameters", self.max_detector_parameters),
+            ("max_assembling_traces", self.max_assembling_traces),
         ];
         for (name, v) in positive {
             if v == 0 {
@@ -155,6 +172,7 @@ impl Limits {
                 "max_detector_training_secs",
                 self.max_detector_training_secs,
             ),
+            ("assembly_timeout_secs", self.assembly_timeout_secs),
         ];
         for (name, v) in positive_u64 {
             if v == 0 {

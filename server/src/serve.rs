@@ -84,6 +84,14 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
         .map_err(|e| ServeError::Server(format!("detectors: {e}")))?
     };
     ingest.set_detectors(detectors);
+    let assembler = crate::assembly::Assembler::new(
+        ingest.store().clone(),
+        crate::assembly::AssemblyConfig::from(&config.limits),
+    );
+    assembler
+        .start()
+        .map_err(|e| ServeError::Server(format!("assembly worker: {e}")))?;
+    ingest.set_assembler(assembler);
     let trigger = Trigger::new();
 
     let limits = ingest.limits().clone();
@@ -187,6 +195,11 @@ impl Server {
             tracing::warn!(timeout = ?config.shutdown_timeout, "in-flight requests did not finish; closing anyway");
             http.abort();
             grpc.abort();
+        }
+        if let Some(a) = ingest.assembler().cloned() {
+            tokio::task::spawn_blocking(move || a.shutdown())
+                .await
+                .map_err(|e| ServeError::Server(format!("assembly stop task failed: {e}")))?;
         }
         if let Some(d) = ingest.detectors().cloned() {
             tokio::task::spawn_blocking(move || d.shutdown())

@@ -25,7 +25,13 @@ async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        st.telemetry().render(Some(&stats)),
+        {
+            let mut text = st.telemetry().render(Some(&stats));
+            if let Some(a) = st.assembler() {
+                a.render(&mut text);
+            }
+            text
+        },
     )
 }
 

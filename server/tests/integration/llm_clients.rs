@@ -205,3 +205,231 @@ fn openai_v2_spans_are_found_and_empty_quality_says_why() {
         "{series}"
     );
 }
+
+/// The evaluation span of `llm_span` in `trace`, waiting for the assembler (it evaluates a
+/// trace once it has been quiet for the settle time).
+fn evaluation_of(s: &ServerProcess, trace: &str, llm_span: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let t = get_json(s, &format!("/api/v1/traces/{trace}"));
+        if let Some(e) = t["data"]["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|sp| sp["name"] == "sightline.evaluation" && sp["parent_span_id"] == llm_span)
+        {
+            return e.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no evaluation of {llm_span} in {t}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = v
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_langchain_retriever_and_an_openai_call_are_assembled_into_a_hallucination_index() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path());
+    let calls = run_client(&py, "openinference-rag", &s);
+    assert_eq!(calls.len(), 2);
+    let mut index = Vec::new();
+    for call in &calls {
+        let e = evaluation_of(&s, &call.trace_id, &call.span_id);
+        let a = &e["attributes"];
+        assert_eq!(
+            ids(&a["sightline.evaluation.documents"]),
+            ["eiffel", "louvre"]
+        );
+        assert_eq!(e["gen_ai"]["request_model"], "gpt-4o", "{e}");
+        assert_eq!(e["service_name"], "rag-openinference-rag", "{e}");
+        index.push((
+            e["quality"]["hallucination_index"].as_f64().expect("index"),
+            ids(&a["sightline.evaluation.supporting_documents"]),
+            a["sightline.evaluation.unsupported_sentences"]
+                .as_i64()
+                .unwrap(),
+            a["sightline.evaluation.evidence"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ));
+        // The chat span keeps its own entropy columns.
+        let span = span_of(&s, call);
+        assert!(span["quality"]["entropy_mean"].is_f64(), "{span}");
+    }
+    let (grounded, contradicting) = (&index[0], &index[1]);
+    assert!(
+        grounded.0 < contradicting.0,
+        "grounded {} vs contradicting {}",
+        grounded.0,
+        contradicting.0
+    );
+    assert_eq!(
+        grounded.1,
+        ["eiffel"],
+        "the grounded answer is supported by eiffel"
+    );
+    assert_eq!(grounded.2, 0);
+    assert!(
+        contradicting.2 > 0,
+        "the contradicting answer has unsupported sentences"
+    );
+    let ev: Value = serde_json::from_str(&grounded.3).unwrap();
+    assert_eq!(ev[0]["best"]["document_id"], "eiffel", "{ev}");
+    assert_eq!(ev[0]["supported"], true, "{ev}");
+    // The quality API averages the index per model.
+    let series = get_json(
+        &s,
+        "/api/v1/quality?metric=hallucination_index&by=model&model=gpt-4o&step=1h",
+    );
+    let groups = series["series"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{series}");
+    let metrics = http(s.http, "GET", "/metrics", &[], b"").unwrap().text();
+    assert!(
+        metrics.contains("sightline_assembly_evaluations_total 2"),
+        "{metrics}"
+    );
+}
+
+/// An OTLP/JSON export of one span of trace `trace` (hex) with `attrs` (JSON key-values).
+fn one_span_json(
+    trace: &str,
+    span: &str,
+    parent: Option<&str>,
+    name: &str,
+    start_ms_ago: u128,
+    attrs: &str,
+) -> Vec<u8> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let start = now - start_ms_ago * 1_000_000;
+    let parent = parent.map_or(String::new(), |p| format!(r#""parentSpanId":"{p}","#));
+    format!(
+        r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"rag"}}}}]}},"scopeSpans":[{{"spans":[{{"traceId":"{trace}","spanId":"{span}",{parent}"name":"{name}","kind":1,"startTimeUnixNano":"{start}","endTimeUnixNano":"{}","attributes":[{attrs}]}}]}}]}}]}}"#,
+        start + 1_000_000
+    )
+    .into_bytes()
+}
+
+fn kv(k: &str, v: &str) -> String {
+    format!(
+        r#"{{"key":"{k}","value":{{"stringValue":{}}}}}"#,
+        serde_json::to_string(v).unwrap()
+    )
+}
+
+fn retriever_span(trace: &str) -> Vec<u8> {
+    let attrs = [
+        kv("openinference.span.kind", "RETRIEVER"),
+        kv("retrieval.documents.0.document.id", "eiffel"),
+        kv(
+            "retrieval.documents.0.document.content",
+            "The Eiffel Tower is 330 metres tall and stands in Paris.",
+        ),
+    ]
+    .join(",");
+    one_span_json(
+        trace,
+        "00000000000000a1",
+        Some("00000000000000a0"),
+        "retrieve",
+        900,
+        &attrs,
+    )
+}
+
+fn chat_span(trace: &str) -> Vec<u8> {
+    let attrs = [
+        kv("openinference.span.kind", "LLM"),
+        kv("llm.model_name", "gpt-4o-2024-08-06"),
+        kv(
+            "llm.output_messages.0.message.content",
+            "The Eiffel Tower is 912 metres tall. Napoleon built it in Berlin.",
+        ),
+    ]
+    .join(",");
+    one_span_json(
+        trace,
+        "00000000000000a2",
+        Some("00000000000000a0"),
+        "chat",
+        500,
+        &attrs,
+    )
+}
+
+#[test]
+fn pieces_out_of_order_and_a_crash_while_assembling_are_still_evaluated() {
+    const JSON: (&str, &str) = ("Content-Type", "application/json");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sightline.toml");
+    std::fs::write(&config, "[limits]\nassembly_settle_secs = 1\n").unwrap();
+    let cfg = ["--config", config.to_str().unwrap()];
+    let s = ServerProcess::start(
+        &dir.path().join("data"),
+        &cfg,
+        dir.path().join("server.log"),
+    );
+    // The chat span first, the retriever that ran before it in a later request.
+    let t1 = "11111111111111111111111111111111";
+    for body in [chat_span(t1), retriever_span(t1)] {
+        let r = http(s.http, "POST", "/v1/traces", &[JSON], &body).unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let e = evaluation_of(&s, t1, "00000000000000a2");
+    assert!(
+        e["quality"]["hallucination_index"].as_f64().unwrap() > 0.3,
+        "{e}"
+    );
+    assert_eq!(
+        ids(&e["attributes"]["sightline.evaluation.documents"]),
+        ["eiffel"]
+    );
+    // Both pieces stored, then SIGKILL before the settle time: the next start evaluates it.
+    let t2 = "22222222222222222222222222222222";
+    for body in [retriever_span(t2), chat_span(t2)] {
+        let r = http(s.http, "POST", "/v1/traces", &[JSON], &body).unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    s.kill();
+    let s = ServerProcess::start(
+        &dir.path().join("data"),
+        &cfg,
+        dir.path().join("server2.log"),
+    );
+    let e2 = evaluation_of(&s, t2, "00000000000000a2");
+    assert_eq!(
+        e2["quality"]["hallucination_index"], e["quality"]["hallucination_index"],
+        "the same pieces score the same"
+    );
+    let metrics = http(s.http, "GET", "/metrics", &[], b"").unwrap().text();
+    assert!(
+        metrics.contains("sightline_assembly_recovered_traces_total 1"),
+        "{metrics}"
+    );
+    // Evaluated once: t1's evaluation is not written again by the recovery scan.
+    let t = get_json(&s, &format!("/api/v1/traces/{t1}"));
+    let n = t["data"]["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|sp| sp["name"] == "sightline.evaluation")
+        .count();
+    assert_eq!(n, 1, "{t}");
+}

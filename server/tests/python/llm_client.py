@@ -3,9 +3,12 @@ exporting OTLP/HTTP to a running Sightline, against the loopback fake in `fake_o
 
     python llm_client.py LIBRARY OTLP_ENDPOINT
 
-LIBRARY is `openinference` (openinference-instrumentation-openai) or `openai-v2`
+LIBRARY is `openinference` (openinference-instrumentation-openai), `openai-v2`
 (opentelemetry-instrumentation-openai-v2, content captured on spans with the latest GenAI
-conventions). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
+conventions) or `openinference-rag` (a RAG pipeline: a LangChain in-memory retriever with a
+fake embedding, instrumented by openinference-instrumentation-langchain, then the openai SDK
+instrumented by openinference-instrumentation-openai, both under one request span, as a web
+framework's instrumentation would make it; the retriever and the chat span are separate spans). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
 answer is grounded in the test's documents, one that contradicts them. Prints one JSON line:
 `{"calls": [{"trace_id", "span_id", "answer", "logprobs": [{"token", "logprob", "top": [..]}]}]}`
 with the ids of the LLM span each call produced (read from an in-memory exporter next to the
@@ -39,22 +42,40 @@ seen = InMemorySpanExporter()
 provider.add_span_processor(SimpleSpanProcessor(seen))
 trace.set_tracer_provider(provider)
 
-if LIBRARY == "openinference":
+retriever = None
+if LIBRARY in ("openinference", "openinference-rag"):
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=provider)
-elif LIBRARY == "openai-v2":
+if LIBRARY == "openinference-rag":
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    LangChainInstrumentor().instrument(tracer_provider=provider)
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
+    store.add_documents(
+        [
+            Document(id="eiffel", page_content="The Eiffel Tower is 330 metres tall and stands in Paris."),
+            Document(id="louvre", page_content="The Louvre is the most visited museum in the world."),
+        ]
+    )
+    retriever = store.as_retriever(search_kwargs={"k": 2})
+if LIBRARY == "openai-v2":
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=provider)
-else:
+if LIBRARY not in ("openinference", "openinference-rag", "openai-v2"):
     sys.exit(f"unknown library {LIBRARY}")
 
 import openai  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 port_file = os.path.join(tempfile.mkdtemp(), "port")
-fake = subprocess.Popen([sys.executable, os.path.join(here, "fake_openai.py"), port_file])
+fake = subprocess.Popen(
+    [sys.executable, os.path.join(here, "fake_openai.py"), port_file], stdout=subprocess.DEVNULL
+)
 try:
     deadline = time.time() + 30
     while not (os.path.exists(port_file) and open(port_file).read()):
@@ -66,19 +87,24 @@ try:
     calls = []
     for question in ["How tall is the Eiffel Tower?", "Please contradict: how tall is it?"]:
         seen.clear()
-        r = client.chat.completions.create(
-            model="gpt-4o",
-            messages=[
-                {"role": "system", "content": "Answer from the retrieved context."},
-                {"role": "user", "content": question},
-            ],
-            logprobs=True,
-            top_logprobs=3,
-        )
-        spans = seen.get_finished_spans()
-        if len(spans) != 1:
-            sys.exit(f"expected one LLM span per call, got {len(spans)}")
-        ctx = spans[0].get_span_context()
+        with trace.get_tracer("web").start_as_current_span("POST /ask"):
+            context = "Answer from the retrieved context."
+            if retriever is not None:
+                docs = retriever.invoke(question)
+                context += "\n" + "\n".join(d.page_content for d in docs)
+            r = client.chat.completions.create(
+                model="gpt-4o",
+                messages=[
+                    {"role": "system", "content": context},
+                    {"role": "user", "content": question},
+                ],
+                logprobs=True,
+                top_logprobs=3,
+            )
+        llm = [s for s in seen.get_finished_spans() if s.attributes.get("gen_ai.request.model") == "gpt-4o" or s.attributes.get("openinference.span.kind") == "LLM"]
+        if len(llm) != 1:
+            sys.exit(f"expected one LLM span per call, got {len(llm)}")
+        ctx = llm[0].get_span_context()
         calls.append(
             {
                 "trace_id": format(ctx.trace_id, "032x"),

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | answer | `gen_ai.output.messages` (GenAI semconv 1.37+, JSON text or structured: `parts[].content` of text parts, or a message's `content`); OpenInference `llm.output_messages.<i>.message.content` / `.message.contents.<j>.message_content.text`; OpenLLMetry `gen_ai.completion.<i>.content`; `gen_ai.completion`; events `gen_ai.client.inference.operation.details` (`gen_ai.output.messages`) and `gen_ai.choice` (`message`, `content`); OpenInference `output.value` of an `LLM` span (a chat completion's `choices[].message.content`, or the text itself when `output.mime_type` is not JSON) |
 //! | logprobs | `gen_ai.response.logprobs` on the span or on a `gen_ai.choice` / `gen_ai.response.logprobs` event (`gen_ai.response.logprobs` or `logprobs`); OpenInference `output.value` (a chat completion's `choices[0].logprobs`) |
-//! | documents | `gen_ai.retrieval.documents` (`[{"id", "text" or "content"}]`); OpenInference `retrieval.documents.<i>.document.{id,content}` |
+//! | documents | `gen_ai.retrieval.documents` (`[{"id", "text" or "content"}]`); OpenInference `retrieval.documents.<i>.document.{id,content}` (an id missing there is taken from the `documents` of `output.value`, where LangChain's retrievers put it) |
 //!
 //! Every reader is bounded by what the span holds (attribute sizes are limited at ingest).
 
@@ -256,9 +256,22 @@ pub fn documents(attrs: &Attributes) -> Vec<RetrievedDocument> {
     }
     if docs.is_empty() {
         // OpenInference flattens documents: retrieval.documents.<i>.document.{id,content}.
+        // LangChain's retriever spans leave the id out of the flattened form; it is in
+        // `output.value` (`{"documents": [{"id", "page_content"}]}`).
+        let output_ids = find_str(attrs, "output.value")
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .and_then(|v| match v.get("documents") {
+                Some(Value::Array(d)) => Some(d.clone()),
+                _ => None,
+            });
         for (idx, text) in indexed(attrs, "retrieval.documents.", ".document.content") {
             let id = find(attrs, &format!("retrieval.documents.{idx}.document.id"))
                 .map(AttrValue::render)
+                .or_else(|| {
+                    let d = output_ids.as_ref()?.get(idx)?;
+                    let same = d.get("page_content").and_then(Value::as_str) == Some(text);
+                    same.then(|| d.get("id").and_then(Value::as_str).map(str::to_owned))?
+                })
                 .unwrap_or_else(|| idx.to_string());
             docs.push(RetrievedDocument {
                 id,
@@ -267,6 +280,14 @@ pub fn documents(attrs: &Attributes) -> Vec<RetrievedDocument> {
         }
     }
     docs
+}
+
+/// Whether the span carries retrieved documents in a form [`documents`] reads (cheap: keys
+/// only).
+pub fn has_documents(attrs: &Attributes) -> bool {
+    attrs
+        .iter()
+        .any(|(k, _)| k == DOCUMENTS_KEY || k.starts_with("retrieval.documents."))
 }
 
 #[cfg(test)]
@@ -392,5 +413,32 @@ mod tests {
         let ids: Vec<&str> = d.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(ids, ["doc-a", "doc-b"]);
         assert_eq!(d[0].text, "first");
+        assert!(has_documents(&a));
+    }
+
+    #[test]
+    fn langchain_retriever_ids_come_from_output_value() {
+        // A VectorStoreRetriever span as openinference-instrumentation-langchain 0.1.80 writes
+        // it: no document.id in the flattened form.
+        let a: Attributes = vec![
+            (
+                "output.value".into(),
+                s(
+                    r#"{"documents": [{"id": "eiffel", "metadata": {}, "page_content": "The Eiffel Tower is 330 metres tall.", "type": "Document"}, {"id": "louvre", "metadata": {}, "page_content": "The Louvre is a museum.", "type": "Document"}]}"#,
+                ),
+            ),
+            ("output.mime_type".into(), s("application/json")),
+            (
+                "retrieval.documents.0.document.content".into(),
+                s("The Eiffel Tower is 330 metres tall."),
+            ),
+            (
+                "retrieval.documents.1.document.content".into(),
+                s("The Louvre is a museum."),
+            ),
+            (OPENINFERENCE_KIND_KEY.into(), s("RETRIEVER")),
+        ];
+        let ids: Vec<String> = documents(&a).into_iter().map(|d| d.id).collect();
+        assert_eq!(ids, ["eiffel", "louvre"]);
     }
 }
