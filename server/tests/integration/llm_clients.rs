@@ -112,39 +112,7 @@ fn openinference_openai_spans_get_entropy_tokens_and_models() {
         assert_eq!(g["response_model"], "gpt-4o-2024-08-06", "{span}");
         assert_eq!(g["provider_name"], "openai", "{span}");
         assert_eq!(g["operation_name"], "chat", "{span}");
-        let q = &span["quality"];
-        let h: Vec<f64> = call.tokens.iter().map(|(_, _, top)| entropy(top)).collect();
-        let mean = h.iter().sum::<f64>() / h.len() as f64;
-        let max = h.iter().copied().fold(f64::MIN, f64::max);
-        let low = call
-            .tokens
-            .iter()
-            .filter(|(_, lp, _)| lp.exp() < 0.5)
-            .count();
-        let got_mean = q["entropy_mean"].as_f64().expect("entropy_mean stored");
-        let got_max = q["entropy_max"].as_f64().expect("entropy_max stored");
-        assert!((got_mean - mean).abs() < 1e-9, "{got_mean} vs {mean}");
-        assert!((got_max - max).abs() < 1e-9, "{got_max} vs {max}");
-        assert_eq!(q["low_confidence_tokens"].as_u64(), Some(low as u64));
-        // The tokens view returns every token, with its entropy.
-        let view = get_json(
-            &s,
-            &format!(
-                "/api/v1/quality/tokens?trace_id={}&span_id={}",
-                call.trace_id, call.span_id
-            ),
-        );
-        let tokens = view["tokens"].as_array().unwrap();
-        assert_eq!(tokens.len(), call.tokens.len());
-        let text: String = tokens
-            .iter()
-            .map(|t| t["token"].as_str().unwrap())
-            .collect();
-        assert_eq!(text, call.answer);
-        for (t, want) in tokens.iter().zip(&h) {
-            let e = t["entropy"].as_f64().unwrap();
-            assert!((e - want).abs() < 1e-9, "{e} vs {want}");
-        }
+        assert_entropy_and_tokens(&s, call, &span);
     }
     // Found by the request model the application asked for, grouped by model.
     let series = get_json(
@@ -154,6 +122,58 @@ fn openinference_openai_spans_get_entropy_tokens_and_models() {
     let groups = series["series"].as_array().unwrap();
     assert_eq!(groups.len(), 1, "{series}");
     assert_eq!(groups[0]["group"], "gpt-4o", "{series}");
+}
+
+/// The stored entropy columns equal those computed here from the logprobs the SDK received,
+/// and the tokens view returns every token.
+fn assert_entropy_and_tokens(s: &ServerProcess, call: &Call, span: &Value) {
+    let q = &span["quality"];
+    let h: Vec<f64> = call.tokens.iter().map(|(_, _, top)| entropy(top)).collect();
+    let mean = h.iter().sum::<f64>() / h.len() as f64;
+    let max = h.iter().copied().fold(f64::MIN, f64::max);
+    let low = call
+        .tokens
+        .iter()
+        .filter(|(_, lp, _)| lp.exp() < 0.5)
+        .count();
+    let got_mean = q["entropy_mean"].as_f64().expect("entropy_mean stored");
+    let got_max = q["entropy_max"].as_f64().expect("entropy_max stored");
+    assert!((got_mean - mean).abs() < 1e-9, "{got_mean} vs {mean}");
+    assert!((got_max - max).abs() < 1e-9, "{got_max} vs {max}");
+    assert_eq!(q["low_confidence_tokens"].as_u64(), Some(low as u64));
+    // The tokens view returns every token, with its entropy.
+    let view = get_json(
+        s,
+        &format!(
+            "/api/v1/quality/tokens?trace_id={}&span_id={}",
+            call.trace_id, call.span_id
+        ),
+    );
+    let tokens = view["tokens"].as_array().unwrap();
+    assert_eq!(tokens.len(), call.tokens.len());
+    let text: String = tokens
+        .iter()
+        .map(|t| t["token"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, call.answer);
+    for (t, want) in tokens.iter().zip(&h) {
+        let e = t["entropy"].as_f64().unwrap();
+        assert!((e - want).abs() < 1e-9, "{e} vs {want}");
+    }
+}
+
+#[test]
+fn the_logprobs_hook_gives_openai_v2_spans_their_entropy() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path());
+    let calls = run_client(&py, "openai-v2-logprobs", &s);
+    assert_eq!(calls.len(), 2);
+    for call in &calls {
+        let span = span_of(&s, call);
+        assert_eq!(span["gen_ai"]["request_model"], "gpt-4o", "{span}");
+        assert_entropy_and_tokens(&s, call, &span);
+    }
 }
 
 #[test]

@@ -8,7 +8,9 @@ LIBRARY is `openinference` (openinference-instrumentation-openai), `openai-v2`
 conventions) or `openinference-rag` (a RAG pipeline: a LangChain in-memory retriever with a
 fake embedding, instrumented by openinference-instrumentation-langchain, then the openai SDK
 instrumented by openinference-instrumentation-openai, both under one request span, as a web
-framework's instrumentation would make it; the retriever and the chat span are separate spans). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
+framework's instrumentation would make it; the retriever and the chat span are separate spans),
+or `openai-v2-logprobs` (openai-v2 with the SDK's HTTP client from
+`clients/python/sightline_logprobs.py`, which records the logprobs the library does not). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
 answer is grounded in the test's documents, one that contradicts them. Prints one JSON line:
 `{"calls": [{"trace_id", "span_id", "answer", "logprobs": [{"token", "logprob", "top": [..]}]}]}`
 with the ids of the LLM span each call produced (read from an in-memory exporter next to the
@@ -23,7 +25,7 @@ import tempfile
 import time
 
 LIBRARY, ENDPOINT = sys.argv[1], sys.argv[2]
-if LIBRARY == "openai-v2":
+if LIBRARY.startswith("openai-v2"):
     os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
 
@@ -62,11 +64,11 @@ if LIBRARY == "openinference-rag":
         ]
     )
     retriever = store.as_retriever(search_kwargs={"k": 2})
-if LIBRARY == "openai-v2":
+if LIBRARY.startswith("openai-v2"):
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=provider)
-if LIBRARY not in ("openinference", "openinference-rag", "openai-v2"):
+if LIBRARY not in ("openinference", "openinference-rag", "openai-v2", "openai-v2-logprobs"):
     sys.exit(f"unknown library {LIBRARY}")
 
 import openai  # noqa: E402
@@ -83,7 +85,13 @@ try:
             sys.exit("the fake OpenAI server did not start")
         time.sleep(0.05)
     port = open(port_file).read()
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="test-key")
+    extra = {}
+    if LIBRARY == "openai-v2-logprobs":
+        sys.path.insert(0, os.path.join(here, "..", "..", "..", "clients", "python"))
+        import sightline_logprobs
+
+        extra["http_client"] = sightline_logprobs.http_client()
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="test-key", **extra)
     calls = []
     for question in ["How tall is the Eiffel Tower?", "Please contradict: how tall is it?"]:
         seen.clear()
