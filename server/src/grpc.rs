@@ -50,9 +50,11 @@ impl Export for Traces {
 
     fn response(o: Outcome) -> Self::Response {
         ExportTraceServiceResponse {
-            partial_success: (o.rejected > 0).then(|| ExportTracePartialSuccess {
-                rejected_spans: rejected(&o),
-                error_message: o.message,
+            partial_success: (o.rejected > 0 || !o.message.is_empty()).then(|| {
+                ExportTracePartialSuccess {
+                    rejected_spans: rejected(&o),
+                    error_message: o.message,
+                }
             }),
         }
     }
@@ -70,9 +72,11 @@ impl Export for Metrics {
 
     fn response(o: Outcome) -> Self::Response {
         ExportMetricsServiceResponse {
-            partial_success: (o.rejected > 0).then(|| ExportMetricsPartialSuccess {
-                rejected_data_points: rejected(&o),
-                error_message: o.message,
+            partial_success: (o.rejected > 0 || !o.message.is_empty()).then(|| {
+                ExportMetricsPartialSuccess {
+                    rejected_data_points: rejected(&o),
+                    error_message: o.message,
+                }
             }),
         }
     }
@@ -90,9 +94,11 @@ impl Export for Logs {
 
     fn response(o: Outcome) -> Self::Response {
         ExportLogsServiceResponse {
-            partial_success: (o.rejected > 0).then(|| ExportLogsPartialSuccess {
-                rejected_log_records: rejected(&o),
-                error_message: o.message,
+            partial_success: (o.rejected > 0 || !o.message.is_empty()).then(|| {
+                ExportLogsPartialSuccess {
+                    rejected_log_records: rejected(&o),
+                    error_message: o.message,
+                }
             }),
         }
     }

@@ -347,26 +347,32 @@ impl Ingest {
     pub fn process(&self, tenant: &TenantId, req: ExportRequest) -> Result<Outcome, IngestError> {
         let ctx = MapContext::now(&self.limits);
         let signal = req.signal();
-        let (accepted, rejected, message) = match req {
+        let (accepted, rejected, truncated, message) = match req {
             ExportRequest::Traces(r) => {
                 self.check_items(otlp::traces::count_spans(&r))?;
                 let (mapped, q) = otlp::traces::map_traces(&r, &ctx);
                 drop(r);
                 self.telemetry
                     .quality(q.logprobs, q.logprobs_errors, q.hallucination);
+                self.telemetry.truncated(signal, q.truncated);
                 self.finish(signal, &mapped)?;
                 self.store.append_spans(tenant, &mapped.rows)?;
                 if let Some(a) = self.assembler.get() {
                     a.observe(tenant, &mapped.rows);
                 }
-                (mapped.accepted, mapped.rejected, mapped.error_message())
+                (
+                    mapped.accepted,
+                    mapped.rejected,
+                    mapped.truncated,
+                    mapped.error_message(),
+                )
             }
             ExportRequest::Metrics(r) => {
                 self.check_items(otlp::metrics::count_points(&r))?;
                 let mut mapped = otlp::metrics::map_metrics(&r, &ctx);
                 drop(r);
                 self.append_metrics(tenant, &mut mapped)?;
-                (mapped.accepted, mapped.rejected, mapped.error_message())
+                (mapped.accepted, mapped.rejected, 0, mapped.error_message())
             }
             ExportRequest::Logs(r) => {
                 self.check_items(otlp::logs::count_logs(&r))?;
@@ -374,13 +380,17 @@ impl Ingest {
                 drop(r);
                 self.finish(signal, &mapped)?;
                 self.store.append_logs(tenant, &mapped.rows)?;
-                (mapped.accepted, mapped.rejected, mapped.error_message())
+                (mapped.accepted, mapped.rejected, 0, mapped.error_message())
             }
         };
         Ok(Outcome {
             accepted,
             rejected,
-            message: if rejected > 0 { message } else { String::new() },
+            message: if rejected > 0 || truncated > 0 {
+                message
+            } else {
+                String::new()
+            },
         })
     }
 }

@@ -11,6 +11,7 @@
 //! | `max_attributes_per_item` (resource, scope, span, event, link, log, point) | 1,024 | item rejected |
 //! | `max_attribute_value_bytes` (each string / bytes value, nested ones too) | 256 KiB | item rejected |
 //! | `max_attribute_depth` (nesting of arrays / maps) | 16 | item rejected |
+//! | `max_content_bytes_per_span` (LLM content of one span and its events: prompts, answers, documents, logprobs; instead of the per-value limit) | 4 MiB | cut at a character boundary, keys listed in `sightline.truncated_attributes`, counted in `partial_success` and `/metrics` |
 //! | `max_future_skew_secs` (timestamps ahead of the server clock) | 3,600 | item rejected |
 //! | `max_inflight_requests` (export requests being processed) | 1,024 | 429 / `RESOURCE_EXHAUSTED` + retry |
 //! | `max_series_per_tenant` (storage) | 1,000,000 | OTLP: data points of new series past the limit rejected (partial success, reason `series_limit`; a histogram point is kept or refused whole), 400 when none is left; remote write: 400 |
@@ -56,6 +57,9 @@ pub struct Limits {
     pub max_attribute_value_bytes: usize,
     /// Deepest nesting of array / key-value-list values.
     pub max_attribute_depth: usize,
+    /// Most bytes of LLM content (prompts, answers, documents, logprobs) kept for one span and
+    /// its events; longer content is truncated, not rejected.
+    pub max_content_bytes_per_span: usize,
     /// How far in the future a timestamp may be, in seconds.
     pub max_future_skew_secs: u64,
     /// Most export requests processed at once (both transports together).
@@ -107,6 +111,7 @@ impl Default for Limits {
             max_attributes_per_item: 1024,
             max_attribute_value_bytes: 256 << 10,
             max_attribute_depth: 16,
+            max_content_bytes_per_span: 4 << 20,
             max_future_skew_secs: 3600,
             max_inflight_requests: 1024,
             query_timeout_secs: 120,

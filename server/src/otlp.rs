@@ -128,6 +128,8 @@ pub struct Mapped<T> {
     pub messages: Vec<String>,
     /// Rejected items that one of `messages` describes.
     pub described: u64,
+    /// Accepted items whose LLM content was truncated.
+    pub truncated: u64,
 }
 
 impl<T> Mapped<T> {
@@ -152,11 +154,21 @@ impl<T> Mapped<T> {
         }
     }
 
-    /// The `error_message` of a partial-success response.
+    /// The `error_message` of a partial-success response (also sent when nothing was
+    /// rejected but content was truncated).
     pub fn error_message(&self) -> String {
         let mut m = self.messages.join("; ");
         if self.rejected > self.described {
             m.push_str(&format!(" (and {} more)", self.rejected - self.described));
+        }
+        if self.truncated > 0 {
+            if !m.is_empty() {
+                m.push_str("; ");
+            }
+            m.push_str(&format!(
+                "{} items had LLM content over max_content_bytes_per_span truncated (see their sightline.truncated_attributes)",
+                self.truncated
+            ));
         }
         m
     }

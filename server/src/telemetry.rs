@@ -79,6 +79,8 @@ pub struct Telemetry {
     logprobs_spans: AtomicU64,
     logprobs_errors: AtomicU64,
     hallucination_scored: AtomicU64,
+    /// (signal, "", "") -> items whose LLM content was truncated.
+    truncated: Mutex<BTreeMap<Key, u64>>,
 }
 
 impl Default for Telemetry {
@@ -106,6 +108,7 @@ impl Telemetry {
             logprobs_spans: AtomicU64::new(0),
             logprobs_errors: AtomicU64::new(0),
             hallucination_scored: AtomicU64::new(0),
+            truncated: Mutex::default(),
         }
     }
 
@@ -156,6 +159,11 @@ impl Telemetry {
     /// Counts rejected items.
     pub fn rejected(&self, signal: SignalKind, reason: &'static str, items: u64) {
         bump(&self.rejected, (signal.as_str(), reason, ""), items);
+    }
+
+    /// Counts items whose LLM content was truncated (`max_content_bytes_per_span`).
+    pub fn truncated(&self, signal: SignalKind, items: u64) {
+        bump(&self.truncated, (signal.as_str(), "", ""), items);
     }
 
     /// Counts quality computations.
@@ -230,6 +238,18 @@ impl Telemetry {
             let _ = writeln!(
                 o,
                 "sightline_ingest_rejected_items_total{{signal=\"{s}\",reason=\"{r}\"}} {n}"
+            );
+        }
+        family(
+            &mut o,
+            "sightline_ingest_truncated_items_total",
+            "counter",
+            "Accepted items whose LLM content was over max_content_bytes_per_span and truncated.",
+        );
+        for ((s, _, _), n) in self.truncated.lock().iter() {
+            let _ = writeln!(
+                o,
+                "sightline_ingest_truncated_items_total{{signal=\"{s}\"}} {n}"
             );
         }
         family(

@@ -35,7 +35,7 @@ use sightline_detect::hallucination::{
 use sightline_detect::logprobs::parse_logprobs;
 use sightline_storage::{AttrValue, SpanId, SpanKind, SpanRecord};
 
-use crate::otlp::genai::content::has_documents;
+use crate::otlp::genai::content::{has_documents, is_content_key};
 use crate::otlp::genai::{answer_text, documents, logprobs_text};
 
 /// Name of the spans the assembler writes.
@@ -50,25 +50,6 @@ const MAX_COPIED_ATTRIBUTE: usize = 256;
 pub fn evaluation_span_id(target: SpanId) -> SpanId {
     let h = xxhash_rust::xxh3::xxh3_64_with_seed(target.as_bytes(), 0x5e_1a_11_e0);
     SpanId(h.max(1).to_be_bytes())
-}
-
-/// Whether `key` holds content (prompts, answers, documents, logprobs): never copied.
-fn is_content(key: &str) -> bool {
-    const PREFIXES: [&str; 8] = [
-        "gen_ai.input.",
-        "gen_ai.output.",
-        "gen_ai.prompt",
-        "gen_ai.completion",
-        "gen_ai.system_instructions",
-        "gen_ai.response.logprobs",
-        "llm.input_messages.",
-        "llm.output_messages.",
-    ];
-    PREFIXES.iter().any(|p| key.starts_with(p))
-        || key.starts_with("input.")
-        || key.starts_with("output.")
-        || key.starts_with("retrieval.documents")
-        || key == "llm.invocation_parameters"
 }
 
 /// The trace's context documents for `target` (see the module docs), with the span each came
@@ -179,7 +160,9 @@ fn evaluate(
         .attributes
         .iter()
         .filter(|(k, v)| {
-            !is_content(k)
+            !is_content_key(k)
+                && !k.starts_with("input.")
+                && !k.starts_with("output.")
                 && !k.starts_with("sightline.evaluation.")
                 && v.render().len() <= MAX_COPIED_ATTRIBUTE
         })

@@ -168,7 +168,8 @@ async fn receive(
 
 fn success_response(signal: SignalKind, enc: Encoding, o: Outcome) -> Response {
     let rejected = i64::try_from(o.rejected).unwrap_or(i64::MAX);
-    let partial = o.rejected > 0;
+    // Also with nothing rejected when content was truncated: the message says so.
+    let partial = o.rejected > 0 || !o.message.is_empty();
     match enc {
         Encoding::Protobuf => {
             let body = match signal {

@@ -2,8 +2,12 @@
 //! value length, nesting depth), and the resource's `service.name`.
 //!
 //! Duplicate keys (forbidden by OTLP) keep the last value, as a map insert would. An absent
-//! `AnyValue` becomes [`AttrValue::Empty`]. Nothing is truncated: an item over a limit is
-//! rejected as a whole, so what is stored is always exactly what was sent.
+//! `AnyValue` becomes [`AttrValue::Empty`]. An item over a limit is rejected as a whole, with
+//! one exception: LLM content (string values of the keys
+//! [`crate::otlp::genai::content::is_content_key`] names: prompts, answers, documents,
+//! logprobs) of one span and its events shares a [`ContentBudget`] of
+//! `max_content_bytes_per_span` instead of the per-value limit; past it a value is cut at a
+//! character boundary and its key listed in `sightline.truncated_attributes`.
 
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -11,6 +15,43 @@ use sightline_storage::{AttrValue, Attributes};
 
 use super::{ItemError, RejectReason};
 use crate::limits::Limits;
+use crate::otlp::genai::content::is_content_key;
+
+/// The attribute listing the content keys of a span that were truncated.
+pub const TRUNCATED_KEY: &str = "sightline.truncated_attributes";
+
+/// What is left of one span's content allowance, and the keys cut so far.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContentBudget {
+    left: usize,
+    /// Keys whose values were cut, in order.
+    pub truncated: Vec<String>,
+}
+
+impl ContentBudget {
+    /// A budget of `bytes`.
+    pub fn new(bytes: usize) -> Self {
+        Self {
+            left: bytes,
+            truncated: Vec::new(),
+        }
+    }
+
+    /// `s` as stored: whole while the budget lasts, else its longest prefix that fits
+    /// (at a character boundary).
+    fn take(&mut self, key: &str, s: &str) -> String {
+        if s.len() <= self.left {
+            self.left -= s.len();
+            return s.to_owned();
+        }
+        let cut = s.floor_char_boundary(self.left);
+        self.left = 0;
+        if !self.truncated.iter().any(|k| k == key) {
+            self.truncated.push(key.to_owned());
+        }
+        s[..cut].to_owned()
+    }
+}
 
 /// `service.name` used when a resource has none (as the OpenTelemetry SDKs' fallback).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
@@ -86,7 +127,34 @@ pub fn convert_value(
     })
 }
 
+/// One attribute's value: LLM content from the span's budget when there is one, anything
+/// else through [`convert_value`].
+fn convert_kv(
+    kv: &KeyValue,
+    limits: &Limits,
+    depth: usize,
+    content: &mut Option<&mut ContentBudget>,
+) -> Result<AttrValue, ItemError> {
+    if depth == 0
+        && let Some(budget) = content.as_deref_mut()
+        && let Some(Value::StringValue(s)) = kv.value.as_ref().and_then(|v| v.value.as_ref())
+        && is_content_key(&kv.key)
+    {
+        return Ok(AttrValue::Str(budget.take(&kv.key, s)));
+    }
+    convert_value(kv.value.as_ref(), &kv.key, limits, depth)
+}
+
 fn convert_list(kvs: &[KeyValue], limits: &Limits, depth: usize) -> Result<Attributes, ItemError> {
+    convert_list_with(kvs, limits, depth, None)
+}
+
+fn convert_list_with(
+    kvs: &[KeyValue],
+    limits: &Limits,
+    depth: usize,
+    mut content: Option<&mut ContentBudget>,
+) -> Result<Attributes, ItemError> {
     if kvs.len() > limits.max_attributes_per_item {
         return Err(ItemError::new(
             RejectReason::TooManyAttributes,
@@ -100,7 +168,7 @@ fn convert_list(kvs: &[KeyValue], limits: &Limits, depth: usize) -> Result<Attri
     let mut out: Attributes = Vec::with_capacity(kvs.len());
     for kv in kvs {
         check_len(kv.key.len(), "attribute key", limits)?;
-        let v = convert_value(kv.value.as_ref(), &kv.key, limits, depth)?;
+        let v = convert_kv(kv, limits, depth, &mut content)?;
         // Keys are unique by the OTLP rules; when a client breaks them, the last value wins.
         if let Some(slot) = out.iter_mut().find(|(k, _)| *k == kv.key) {
             slot.1 = v;
@@ -113,20 +181,37 @@ fn convert_list(kvs: &[KeyValue], limits: &Limits, depth: usize) -> Result<Attri
 
 /// Converts an attribute list.
 pub fn convert_attributes(kvs: &[KeyValue], limits: &Limits) -> Result<Attributes, ItemError> {
+    convert_attributes_with(kvs, limits, None)
+}
+
+/// Converts a span's (or its events') attribute list, LLM content from `content`.
+pub fn convert_span_attributes(
+    kvs: &[KeyValue],
+    limits: &Limits,
+    content: &mut ContentBudget,
+) -> Result<Attributes, ItemError> {
+    convert_attributes_with(kvs, limits, Some(content))
+}
+
+fn convert_attributes_with(
+    kvs: &[KeyValue],
+    limits: &Limits,
+    mut content: Option<&mut ContentBudget>,
+) -> Result<Attributes, ItemError> {
     // Comparing keys pairwise (lengths first) costs less than hashing them below a few dozen.
     if kvs.len() <= 24 {
-        return convert_list(kvs, limits, 0);
+        return convert_list_with(kvs, limits, 0, content);
     }
     // Many keys: dedupe with a hash set instead of the quadratic scan.
     if kvs.len() > limits.max_attributes_per_item {
-        return convert_list(kvs, limits, 0);
+        return convert_list_with(kvs, limits, 0, content);
     }
     let mut out: Attributes = Vec::with_capacity(kvs.len());
     let mut index: std::collections::HashMap<&str, usize> =
         std::collections::HashMap::with_capacity(kvs.len());
     for kv in kvs {
         check_len(kv.key.len(), "attribute key", limits)?;
-        let v = convert_value(kv.value.as_ref(), &kv.key, limits, 0)?;
+        let v = convert_kv(kv, limits, 0, &mut content)?;
         match index.get(kv.key.as_str()) {
             Some(&i) => out[i].1 = v,
             None => {
@@ -238,6 +323,43 @@ mod tests {
         assert_eq!(out[3], ("k3".into(), AttrValue::Str("late".into())));
         assert_eq!(out[39], ("k39".into(), AttrValue::Int(-1)));
         assert_eq!(out[4], ("k4".into(), AttrValue::Int(4)));
+    }
+
+    #[test]
+    fn llm_content_shares_a_budget_and_is_cut_at_a_character_boundary() {
+        // Keys are checked against the same limit: 24 bytes fits them.
+        let limits = Limits {
+            max_attribute_value_bytes: 24,
+            ..Limits::default()
+        };
+        let accents = "é".repeat(15);
+        let letters = "a".repeat(40);
+        let attrs = vec![
+            kv(
+                "gen_ai.output.messages",
+                Value::StringValue(accents.clone()),
+            ),
+            kv("input.value", Value::StringValue(letters.clone())),
+            kv("other", Value::StringValue("ab".into())),
+        ];
+        // 30 bytes of é (over the per-value limit: content is not held to it), then 40: a
+        // budget of 33 keeps the first whole and 3 bytes of the second.
+        let mut budget = ContentBudget::new(33);
+        let out = convert_span_attributes(&attrs, &limits, &mut budget)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(out[0].1, AttrValue::Str(accents.clone()));
+        assert_eq!(out[1].1, AttrValue::Str("aaa".into()));
+        assert_eq!(out[2].1, AttrValue::Str("ab".into()));
+        assert_eq!(budget.truncated, vec!["input.value".to_owned()]);
+        // A cut inside a character backs off to its start.
+        let mut small = ContentBudget::new(3);
+        let out = convert_span_attributes(&attrs[..1], &limits, &mut small)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(out[0].1, AttrValue::Str("é".into()));
+        // Other keys keep the per-value limit, and items without a budget too.
+        let long = vec![kv("other", Value::StringValue(letters))];
+        assert!(convert_span_attributes(&long, &limits, &mut ContentBudget::new(100)).is_err());
+        assert!(convert_attributes(&attrs[..1], &limits).is_err());
     }
 
     #[test]

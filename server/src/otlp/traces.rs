@@ -5,19 +5,23 @@
 //! all-zero parent means "root"); start time zero or more than `max_future_skew_secs` ahead;
 //! end time before the start; any attribute list (resource, scope, span, event, link) over a
 //! limit. A resource or scope over a limit rejects all of its spans. Event times of zero take
-//! the span's start time.
+//! the span's start time. LLM content over `max_content_bytes_per_span` is truncated, not
+//! rejected (see [`super::attributes`]).
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use sightline_storage::{
-    SpanEvent, SpanId, SpanKind, SpanLink, SpanRecord, StatusCode, TraceId, UnixNanos,
+    AttrValue, SpanEvent, SpanId, SpanKind, SpanLink, SpanRecord, StatusCode, TraceId, UnixNanos,
 };
 
-use super::attributes::{check_scope_attributes, convert_attributes, convert_resource};
+use super::attributes::{
+    ContentBudget, TRUNCATED_KEY, check_scope_attributes, convert_attributes, convert_resource,
+    convert_span_attributes,
+};
 use super::genai::{QualityOutcome, promote, quality};
 use super::{ItemError, MapContext, Mapped, RejectReason};
 
-/// Counters of the quality computation over one request.
+/// Counters of the LLM content handling (truncation, quality computation) over one request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QualityCounts {
     /// Spans with logprobs.
@@ -26,6 +30,8 @@ pub struct QualityCounts {
     pub logprobs_errors: u64,
     /// Spans with a hallucination index.
     pub hallucination: u64,
+    /// Spans whose LLM content was truncated (`max_content_bytes_per_span`).
+    pub truncated: u64,
 }
 
 impl QualityCounts {
@@ -82,7 +88,8 @@ fn map_span(
         ));
     }
     let limits = &ctx.limits;
-    let mut attributes = convert_attributes(&s.attributes, limits)?;
+    let mut content = ContentBudget::new(limits.max_content_bytes_per_span);
+    let mut attributes = convert_span_attributes(&s.attributes, limits, &mut content)?;
     if s.events.len() > limits.max_attributes_per_item {
         return Err(ItemError::new(
             RejectReason::TooManyAttributes,
@@ -113,7 +120,7 @@ fn map_span(
         events.push(SpanEvent {
             time,
             name: e.name.clone(),
-            attributes: convert_attributes(&e.attributes, limits)?,
+            attributes: convert_span_attributes(&e.attributes, limits, &mut content)?,
         });
     }
     let mut links = Vec::with_capacity(s.links.len());
@@ -124,6 +131,14 @@ fn map_span(
             trace_state: l.trace_state.clone(),
             attributes: convert_attributes(&l.attributes, limits)?,
         });
+    }
+    if !content.truncated.is_empty() {
+        counts.truncated += 1;
+        let keys = std::mem::take(&mut content.truncated);
+        attributes.push((
+            TRUNCATED_KEY.to_owned(),
+            AttrValue::Array(keys.into_iter().map(AttrValue::Str).collect()),
+        ));
     }
     let gen_ai = promote(&mut attributes);
     let (quality, outcome) = quality(&attributes, &events);
@@ -191,5 +206,6 @@ pub fn map_traces(
             }
         }
     }
+    out.truncated = counts.truncated;
     (out, counts)
 }

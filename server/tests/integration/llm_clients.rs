@@ -453,3 +453,54 @@ fn pieces_out_of_order_and_a_crash_while_assembling_are_still_evaluated() {
         .count();
     assert_eq!(n, 1, "{t}");
 }
+
+#[test]
+fn long_prompts_and_answers_are_kept_or_truncated_never_rejected() {
+    const JSON: (&str, &str) = ("Content-Type", "application/json");
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path());
+    // A 3 MiB answer (over the 256 KiB per-value limit of other attributes) is kept whole; a
+    // 5 MiB one is cut to the 4 MiB content budget and the span says so.
+    for (trace, mib) in [
+        ("33333333333333333333333333333333", 3),
+        ("55555555555555555555555555555555", 5),
+    ] {
+        let answer = "The Eiffel Tower is 330 metres tall. ".repeat((mib << 20) / 37 + 1);
+        let attrs = [
+            kv("openinference.span.kind", "LLM"),
+            kv("llm.output_messages.0.message.content", &answer),
+        ]
+        .join(",");
+        let body = one_span_json(trace, "00000000000000b1", None, "chat", 10, &attrs);
+        let r = http(s.http, "POST", "/v1/traces", &[JSON], &body).unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        let resp: Value = serde_json::from_slice(&r.body).unwrap();
+        let t = get_json(&s, &format!("/api/v1/traces/{trace}"));
+        let span = &t["data"]["spans"][0];
+        let stored = span["attributes"]["llm.output_messages.0.message.content"]
+            .as_str()
+            .unwrap();
+        if mib == 3 {
+            assert_eq!(stored.len(), answer.len());
+            assert!(span["attributes"]["sightline.truncated_attributes"].is_null());
+            assert!(resp.get("partialSuccess").is_none(), "{resp}");
+        } else {
+            assert_eq!(stored.len(), 4 << 20);
+            assert!(answer.starts_with(stored));
+            assert_eq!(
+                span["attributes"]["sightline.truncated_attributes"],
+                serde_json::json!(["llm.output_messages.0.message.content"])
+            );
+            let ps = &resp["partialSuccess"];
+            assert!(
+                ps["errorMessage"].as_str().unwrap().contains("truncated"),
+                "{resp}"
+            );
+        }
+    }
+    let metrics = http(s.http, "GET", "/metrics", &[], b"").unwrap().text();
+    assert!(
+        metrics.contains("sightline_ingest_truncated_items_total{signal=\"traces\"} 1"),
+        "{metrics}"
+    );
+}

@@ -22,6 +22,31 @@ pub const OUTPUT_MESSAGES_KEY: &str = "gen_ai.output.messages";
 /// OpenInference's span kind attribute.
 pub const OPENINFERENCE_KIND_KEY: &str = "openinference.span.kind";
 
+/// Whether `key` holds LLM content (prompts, answers, tool calls, documents, logprobs): the
+/// attributes that may be large, kept up to `max_content_bytes_per_span` and never copied
+/// to evaluation spans.
+pub fn is_content_key(key: &str) -> bool {
+    const PREFIXES: [&str; 11] = [
+        "gen_ai.input.",
+        "gen_ai.output.",
+        "gen_ai.prompt",
+        "gen_ai.completion",
+        "gen_ai.system_instructions",
+        "gen_ai.response.logprobs",
+        "gen_ai.retrieval.documents",
+        "gen_ai.tool.call.",
+        "llm.input_messages.",
+        "llm.output_messages.",
+        "retrieval.documents.",
+    ];
+    PREFIXES.iter().any(|p| key.starts_with(p))
+        || key == "input.value"
+        || key == "output.value"
+        || key == "message"
+        || key == "content"
+        || key == "llm.invocation_parameters"
+}
+
 pub(crate) fn find<'a>(attrs: &'a Attributes, key: &str) -> Option<&'a AttrValue> {
     attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }

@@ -72,8 +72,11 @@ fn scoring_ticks_follow_new_points() {
         "a",
         vec![json!({"name": "fast_metric", "gauge": {"dataPoints": points(now, 8)}})],
     );
-    let later = wait_for(a, "a", "fast", 30, |d| {
-        d["status"]["last_scored_ms"].as_i64().unwrap_or(0) >= scored + 6000
+    // At least three more steps, and past the last new point (`now + 14 s`), so that every
+    // new point has been in a scored window.
+    let past_new = (now + 16) * 1000;
+    let later = wait_for(a, "a", "fast", 40, |d| {
+        d["status"]["last_scored_ms"].as_i64().unwrap_or(0) >= (scored + 6000).max(past_new)
     });
     assert_eq!(
         later["status"]["last_trained_ms"].as_i64(),
