@@ -9,6 +9,8 @@
 //! * [`tokens`]: the token-level view of one response from its stored
 //!   `gen_ai.response.logprobs`, scored with [`sightline_detect::entropy`].
 //! * [`values`]: the distinct values of a grouping field (for Grafana template variables).
+//! * [`provenance`]: RAG provenance from the evaluation spans: answers that used a document,
+//!   answers with unsupported sentences, usage per document and per retrieval.
 //! * [`empty`]: why an answer is empty (what the range lacks) and where the docs say how to
 //!   send it.
 //!
@@ -16,6 +18,7 @@
 //! own.
 
 pub mod empty;
+pub mod provenance;
 pub mod series;
 pub mod tokens;
 

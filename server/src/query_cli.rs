@@ -25,7 +25,7 @@ use crate::telemetry::Telemetry;
 mod args;
 mod render;
 
-pub use args::{AggregateArgs, LogSearchArgs, TraceSearchArgs};
+pub use args::{AggregateArgs, LogSearchArgs, ProvenanceArgs, TraceSearchArgs};
 
 /// Flags of `sightline query`.
 #[derive(Debug, Args)]
@@ -96,6 +96,16 @@ pub enum QueryCommand {
     ///
     /// Example: sightline query logs timeout --service llm-router --min-severity warn --since 30m
     Logs(LogSearchArgs),
+    /// RAG provenance: the scored answers (newest first) that used a document, or that have
+    /// sentences no retrieved document supports.
+    ///
+    /// Example: sightline query provenance --document kb-1234 --since 24h
+    Provenance(ProvenanceArgs),
+    /// Usage per retrieved document (answers it was context of, answers and sentences it
+    /// supports) and per-retrieval measures.
+    ///
+    /// Example: sightline query documents --since 24h --model gpt-4o
+    Documents(ProvenanceArgs),
 }
 
 /// Where requests go.
@@ -412,6 +422,35 @@ fn log_search_params(a: &LogSearchArgs) -> Result<Vec<(&'static str, String)>, S
     Ok(p)
 }
 
+fn provenance_params(a: &ProvenanceArgs) -> Result<Vec<(&'static str, String)>, String> {
+    let mut p = Vec::new();
+    match (&a.since, &a.start) {
+        (Some(d), _) => p.push(("start", time_arg(&format!("-{d}"))?)),
+        (None, Some(s)) => p.push(("start", time_arg(s)?)),
+        (None, None) => {}
+    }
+    if let Some(e) = &a.end {
+        p.push(("end", time_arg(e)?));
+    }
+    for (k, v) in [
+        ("document", &a.document),
+        ("service", &a.service),
+        ("model", &a.model),
+        ("provider", &a.provider),
+    ] {
+        if let Some(v) = v {
+            p.push((k, v.clone()));
+        }
+    }
+    if a.unsupported {
+        p.push(("unsupported", "true".into()));
+    }
+    if let Some(l) = a.limit {
+        p.push(("limit", l.to_string()));
+    }
+    Ok(p)
+}
+
 fn aggregate_body(a: &AggregateArgs) -> Result<Value, String> {
     let start = match (&a.since, &a.start) {
         (Some(d), _) => Some(time_arg(&format!("-{d}"))?),
@@ -523,6 +562,27 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
                 v.to_string()
             } else {
                 render::logs(&v["data"])
+            })
+        }
+        QueryCommand::Provenance(a) => {
+            let path = format!(
+                "/api/v1/quality/provenance?{}",
+                form(&provenance_params(a)?)
+            );
+            let v = backend.json(args, "GET", &path, None).await?;
+            Ok(if args.json {
+                v.to_string()
+            } else {
+                render::provenance(&v)
+            })
+        }
+        QueryCommand::Documents(a) => {
+            let path = format!("/api/v1/quality/documents?{}", form(&provenance_params(a)?));
+            let v = backend.json(args, "GET", &path, None).await?;
+            Ok(if args.json {
+                v.to_string()
+            } else {
+                render::documents(&v)
             })
         }
         QueryCommand::Aggregate(a) => {

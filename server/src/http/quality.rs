@@ -4,7 +4,12 @@
 //!   `{"metric", "by", "step_ms", "series": [{"group", "points": [[t_ms, value|null], ..]}]}`;
 //! * `GET /api/v1/quality/tokens?trace_id=&span_id=` -> one response's tokens with entropy;
 //! * `GET /api/v1/quality/values?field=model|provider|operation|service|route` ->
-//!   `{"values": [..]}` (for Grafana template variables).
+//!   `{"values": [..]}` (for Grafana template variables);
+//! * `GET /api/v1/quality/provenance?[document=&unsupported=true&limit=&start=&end=&service=&model=&provider=]`
+//!   -> `{"answers": [..]}`: the scored answers (newest first) whose context held `document`,
+//!   or that have unsupported sentences;
+//! * `GET /api/v1/quality/documents?[limit=&start=&end=&service=&model=&provider=]` ->
+//!   `{"documents": [..], "retrieval": {..}}`: usage per document and per-retrieval measures.
 //!
 //! Times are Unix seconds (fractions allowed), nanoseconds or RFC 3339; `step` a duration
 //! (`60s`, `5m`) or seconds. Defaults: the last hour, step 60 s. Errors are
@@ -23,6 +28,7 @@ use super::params::{get as param, parse_step, parse_time};
 use super::traces::{bad, query_pairs};
 use super::{ApiError, AppState, request_tenant as tenant};
 use crate::quality::empty::explain_empty;
+use crate::quality::provenance::{self, ProvenanceQuery};
 use crate::quality::{
     GroupKey, QualityError, QualityMetric, QualityQuery, SpanFilters, quality_series,
     response_tokens, values,
@@ -39,6 +45,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/quality", get(series))
         .route("/api/v1/quality/tokens", get(tokens))
         .route("/api/v1/quality/values", get(field_values))
+        .route("/api/v1/quality/provenance", get(provenance))
+        .route("/api/v1/quality/documents", get(document_usage))
 }
 
 fn quality_error(e: QualityError) -> ApiError {
@@ -172,6 +180,85 @@ async fn field_values(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQ
             })
             .await?;
         Ok(axum::Json(json!({ "values": vals })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Default and largest `limit` of the provenance routes.
+const DEFAULT_PROVENANCE_LIMIT: usize = 100;
+
+fn provenance_query(p: &[(String, String)]) -> Result<ProvenanceQuery, ApiError> {
+    let (start_ns, end_ns) = range(p)?;
+    let limit = match param(p, "limit") {
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=provenance::MAX_ANSWERS).contains(n))
+            .ok_or_else(|| {
+                bad(format!(
+                    "limit: expected 1 to {}, got {l:?}",
+                    provenance::MAX_ANSWERS
+                ))
+            })?,
+        None => DEFAULT_PROVENANCE_LIMIT,
+    };
+    let unsupported_only = match param(p, "unsupported") {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(bad(format!(
+                "unsupported: expected true or false, got {other:?}"
+            )));
+        }
+    };
+    Ok(ProvenanceQuery {
+        start_ns,
+        end_ns,
+        filters: SpanFilters {
+            service: param(p, "service").map(str::to_owned),
+            model: param(p, "model").map(str::to_owned),
+            provider: param(p, "provider").map(str::to_owned),
+        },
+        document: param(p, "document").map(str::to_owned),
+        unsupported_only,
+        limit,
+    })
+}
+
+async fn provenance(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let run = async {
+        let tenant = tenant(&st.0, &headers)?;
+        let query = provenance_query(&query_pairs(q.as_deref()))?;
+        let store = st.0.store().clone();
+        let t = tenant.clone();
+        let answers =
+            st.0.run(&tenant, move |deadline| {
+                provenance::answers(&store, &t, &query, deadline).map_err(quality_error)
+            })
+            .await?;
+        Ok::<_, ApiError>(axum::Json(json!({ "answers": answers })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn document_usage(
+    st: State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let run = async {
+        let tenant = tenant(&st.0, &headers)?;
+        let query = provenance_query(&query_pairs(q.as_deref()))?;
+        let store = st.0.store().clone();
+        let t = tenant.clone();
+        let (documents, retrieval) =
+            st.0.run(&tenant, move |deadline| {
+                provenance::documents(&store, &t, &query, deadline).map_err(quality_error)
+            })
+            .await?;
+        Ok::<_, ApiError>(
+            axum::Json(json!({ "documents": documents, "retrieval": retrieval })).into_response(),
+        )
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
 }

@@ -141,3 +141,35 @@ pub struct LogSearchArgs {
     #[arg(long)]
     pub limit: Option<usize>,
 }
+
+/// Flags of `sightline query provenance` and `sightline query documents`.
+#[derive(Debug, Args)]
+pub struct ProvenanceArgs {
+    /// Only answers whose retrieved context held this document id (provenance).
+    #[arg(long)]
+    pub document: Option<String>,
+    /// Only answers with sentences no document supports (provenance).
+    #[arg(long)]
+    pub unsupported: bool,
+    /// Only the last DURATION [default: the hour before --end].
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Start (RFC 3339 or Unix seconds).
+    #[arg(long)]
+    pub start: Option<String>,
+    /// End (RFC 3339 or Unix seconds) [default: now].
+    #[arg(long)]
+    pub end: Option<String>,
+    /// service.name.
+    #[arg(long)]
+    pub service: Option<String>,
+    /// gen_ai.request.model.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// gen_ai.provider.name.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Most rows [default: 100].
+    #[arg(long)]
+    pub limit: Option<usize>,
+}

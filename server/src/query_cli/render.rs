@@ -362,6 +362,109 @@ pub fn logs(data: &Value) -> String {
     out
 }
 
+fn strings(v: &Value) -> String {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+fn num(v: &Value) -> String {
+    v.as_f64().map_or_else(|| "-".into(), |x| format!("{x:.3}"))
+}
+
+/// `/api/v1/quality/provenance`: one row per scored answer.
+pub fn provenance(v: &Value) -> String {
+    let header: Vec<String> = [
+        "time",
+        "trace",
+        "span",
+        "model",
+        "index",
+        "label",
+        "unsupported",
+        "supporting",
+        "documents",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = v["answers"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|a| {
+            vec![
+                time_ns(a["time_ms"].as_i64().unwrap_or(0).saturating_mul(1_000_000)),
+                a["trace_id"].as_str().unwrap_or("").to_owned(),
+                a["span_id"].as_str().unwrap_or("").to_owned(),
+                a["model"].as_str().unwrap_or("-").to_owned(),
+                num(&a["hallucination_index"]),
+                a["label"].as_str().unwrap_or("-").to_owned(),
+                a["unsupported_sentences"].to_string(),
+                strings(&a["supporting_documents"]),
+                strings(&a["documents"]),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "no scored answers in the range\n".into();
+    }
+    columns(&header, &rows)
+}
+
+/// `/api/v1/quality/documents`: usage per document, then the retrieval summary.
+pub fn documents(v: &Value) -> String {
+    let header: Vec<String> = [
+        "document",
+        "answers",
+        "supporting",
+        "sentences",
+        "last used",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = v["documents"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|d| {
+            vec![
+                d["document_id"].as_str().unwrap_or("").to_owned(),
+                d["answers"].to_string(),
+                d["supporting_answers"].to_string(),
+                d["supported_sentences"].to_string(),
+                time_ns(
+                    d["last_used_ms"]
+                        .as_i64()
+                        .unwrap_or(0)
+                        .saturating_mul(1_000_000),
+                ),
+            ]
+        })
+        .collect();
+    let r = &v["retrieval"];
+    let mut out = if rows.is_empty() {
+        "no scored answers in the range\n".to_owned()
+    } else {
+        columns(&header, &rows)
+    };
+    out.push_str(&format!(
+        "\n{} answers: {} documents retrieved and {} supporting per answer on average ({} of retrieved used); {} with unsupported sentences\n",
+        r["answers"],
+        num(&r["mean_documents"]),
+        num(&r["mean_supporting_documents"]),
+        num(&r["used_share"]),
+        r["answers_with_unsupported_sentences"]
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -323,6 +323,101 @@ fn a_langchain_retriever_and_an_openai_call_are_assembled_into_a_hallucination_i
         metrics.contains("sightline_assembly_evaluations_total 2"),
         "{metrics}"
     );
+
+    // Provenance: both answers had eiffel in their context; only the grounded one is
+    // supported by it; only the contradicting one has unsupported sentences.
+    let p = get_json(&s, "/api/v1/quality/provenance?document=eiffel");
+    let answers = p["answers"].as_array().unwrap();
+    let mut spans: Vec<&str> = answers
+        .iter()
+        .map(|a| a["span_id"].as_str().unwrap())
+        .collect();
+    spans.sort_unstable();
+    let mut want = vec![calls[0].span_id.as_str(), calls[1].span_id.as_str()];
+    want.sort_unstable();
+    assert_eq!(spans, want, "{p}");
+    let by_span = |id: &str| answers.iter().find(|a| a["span_id"] == id).unwrap().clone();
+    assert!(
+        by_span(&calls[0].span_id)["sentences_supported_by_document"]
+            .as_u64()
+            .unwrap()
+            >= 1,
+        "{p}"
+    );
+    assert_eq!(
+        by_span(&calls[1].span_id)["trace_id"],
+        calls[1].trace_id.as_str()
+    );
+    let p = get_json(&s, "/api/v1/quality/provenance?unsupported=true");
+    let unsupported: Vec<&str> = p["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["span_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(unsupported, [calls[1].span_id.as_str()], "{p}");
+    assert!(
+        get_json(&s, "/api/v1/quality/provenance?document=deleted-doc")["answers"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let d = get_json(&s, "/api/v1/quality/documents");
+    let doc = |id: &str| {
+        d["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["document_id"] == id)
+            .unwrap_or_else(|| panic!("{id} not in {d}"))
+            .clone()
+    };
+    assert_eq!(doc("eiffel")["answers"], 2, "{d}");
+    // The contradicting answer's first sentence shares most of its words with eiffel (only
+    // the number differs), so eiffel is its best passage too: 2 answers, 3 sentences.
+    assert_eq!(doc("eiffel")["supporting_answers"], 2, "{d}");
+    assert_eq!(doc("eiffel")["supported_sentences"], 3, "{d}");
+    assert_eq!(doc("louvre")["answers"], 2, "{d}");
+    assert_eq!(doc("louvre")["supporting_answers"], 0, "{d}");
+    assert_eq!(d["retrieval"]["answers"], 2, "{d}");
+    assert_eq!(d["retrieval"]["mean_documents"], 2.0, "{d}");
+    assert_eq!(
+        d["retrieval"]["answers_with_unsupported_sentences"], 1,
+        "{d}"
+    );
+    // The same from the CLI.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sightline"))
+        .args([
+            "query",
+            "provenance",
+            "--document",
+            "eiffel",
+            "--unsupported",
+            "--url",
+        ])
+        .arg(format!("http://{}", s.http))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains(&calls[1].span_id) && !table.contains(&calls[0].span_id),
+        "{table}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sightline"))
+        .args(["query", "documents", "--url"])
+        .arg(format!("http://{}", s.http))
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("eiffel") && table.contains("2 answers"),
+        "{table}"
+    );
 }
 
 /// An OTLP/JSON export of one span of trace `trace` (hex) with `attrs` (JSON key-values).
