@@ -318,7 +318,7 @@ impl Assembler {
     /// The `sightline_assembly_*` families in the Prometheus text format.
     pub fn render(&self, o: &mut String) {
         let c = &self.counters;
-        let families: [(&str, &str, &str, u64); 8] = [
+        let families: [(&str, &str, &str, u64); 9] = [
             (
                 "sightline_assembly_traces",
                 "gauge",
@@ -367,14 +367,15 @@ impl Assembler {
                 "Evaluations that failed to read the trace or store their result.",
                 c.errors.load(Ordering::Relaxed),
             ),
+            (
+                "sightline_assembly_recovered_traces_total",
+                "counter",
+                "Traces queued at start because a previous run left them unevaluated.",
+                c.recovered.load(Ordering::Relaxed),
+            ),
         ];
         for (name, kind, help, v) in families {
             let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
         }
-        let _ = writeln!(
-            o,
-            "# HELP sightline_assembly_recovered_traces_total Traces queued at start because a previous run left them unevaluated.\n# TYPE sightline_assembly_recovered_traces_total counter\nsightline_assembly_recovered_traces_total {}",
-            c.recovered.load(Ordering::Relaxed)
-        );
     }
 }

@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use sightline_query::plan::{GroupBy, Plan, execute};
 use sightline_storage::columnar::spans_from_batch;
 use sightline_storage::{
     AttrValue, Deadline, Matcher, Predicate, ScanRequest, Signal, SpanRecord, Store, TenantId,
@@ -138,31 +137,16 @@ fn each_evaluation(
     req.predicates = q.filters.predicates();
     req.predicates
         .push(Predicate::Attr(Matcher::eq("name", EVALUATION_SPAN)));
-    // Count first (cheap: one column), so an oversized range is refused before decoding.
-    let mut plan = Plan::new(tenant.clone(), Signal::Spans, time);
-    plan.deadline = deadline.clone();
-    plan.predicates = req.predicates.clone();
-    plan.group_by = vec![GroupBy::Key("name".into())];
-    plan.aggregates = vec![sightline_query::plan::Aggregate {
-        func: sightline_query::plan::AggFunc::Count,
-        field: None,
-    }];
-    let n: i64 = execute(store, &plan)?
-        .rows
-        .iter()
-        .filter_map(|r| match r.as_slice() {
-            [_, sightline_query::plan::Cell::Int(n)] => Some(*n),
-            _ => None,
-        })
-        .sum();
-    if n > MAX_EVALUATIONS as i64 {
+    let res = store
+        .scan(&req)
+        .map_err(|e| QualityError::Query(e.into()))?;
+    // Refused before any row is decoded.
+    let n: usize = res.batches.iter().map(|b| b.num_rows()).sum();
+    if n > MAX_EVALUATIONS {
         return Err(QualityError::BadRequest(format!(
             "{n} scored answers in the range, at most {MAX_EVALUATIONS}; shorten it"
         )));
     }
-    let res = store
-        .scan(&req)
-        .map_err(|e| QualityError::Query(e.into()))?;
     for b in &res.batches {
         deadline
             .check()

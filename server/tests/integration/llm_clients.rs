@@ -107,11 +107,7 @@ fn openinference_openai_spans_get_entropy_tokens_and_models() {
     assert_eq!(calls.len(), 2);
     for call in &calls {
         let span = span_of(&s, call);
-        let g = &span["gen_ai"];
-        assert_eq!(g["request_model"], "gpt-4o", "{span}");
-        assert_eq!(g["response_model"], "gpt-4o-2024-08-06", "{span}");
-        assert_eq!(g["provider_name"], "openai", "{span}");
-        assert_eq!(g["operation_name"], "chat", "{span}");
+        assert_chat_columns(&span);
         assert_entropy_and_tokens(&s, call, &span);
     }
     // Found by the request model the application asked for, grouped by model.
@@ -122,6 +118,15 @@ fn openinference_openai_spans_get_entropy_tokens_and_models() {
     let groups = series["series"].as_array().unwrap();
     assert_eq!(groups.len(), 1, "{series}");
     assert_eq!(groups[0]["group"], "gpt-4o", "{series}");
+}
+
+/// The GenAI columns of a chat span of the fake server, whatever the library's dialect.
+fn assert_chat_columns(span: &Value) {
+    let g = &span["gen_ai"];
+    assert_eq!(g["request_model"], "gpt-4o", "{span}");
+    assert_eq!(g["response_model"], "gpt-4o-2024-08-06", "{span}");
+    assert_eq!(g["provider_name"], "openai", "{span}");
+    assert_eq!(g["operation_name"], "chat", "{span}");
 }
 
 /// The stored entropy columns equal those computed here from the logprobs the SDK received,
@@ -185,11 +190,7 @@ fn openai_v2_spans_are_found_and_empty_quality_says_why() {
     assert_eq!(calls.len(), 2);
     for call in &calls {
         let span = span_of(&s, call);
-        let g = &span["gen_ai"];
-        assert_eq!(g["request_model"], "gpt-4o", "{span}");
-        assert_eq!(g["response_model"], "gpt-4o-2024-08-06", "{span}");
-        assert_eq!(g["provider_name"], "openai", "{span}");
-        assert_eq!(g["operation_name"], "chat", "{span}");
+        assert_chat_columns(&span);
         assert!(span["quality"]["entropy_mean"].is_null(), "{span}");
         // The library records no logprobs: the tokens view says so.
         let r = http(
