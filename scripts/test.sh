@@ -21,6 +21,13 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check $(printf -- '-r %s ' "${PY_REQS[@]}")
 export SIGHTLINE_PYTHON="$VENV/bin/python"
+# OpenLIT pins openai < 3 (the main venv has openai 3): its client test gets a venv of its own.
+OPENLIT_VENV="${SIGHTLINE_OPENLIT_VENV:-$PWD/.venv-openlit}"
+if [[ ! -x "$OPENLIT_VENV/bin/python" ]]; then
+  python3 -m venv "$OPENLIT_VENV"
+fi
+"$OPENLIT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r server/tests/python/requirements-openlit.txt
+export SIGHTLINE_OPENLIT_PYTHON="$OPENLIT_VENV/bin/python"
 export SIGHTLINE_REQUIRE_PYTHON=1
 
 echo "==> Prometheus 2.42 and promtool (reference engine for the PromQL golden suite, remote-write peer)"

@@ -12,7 +12,8 @@ An HTTP response hook runs inside the SDK call, while the instrumentation librar
 is the current span, and sets `gen_ai.response.logprobs` on it to the first choice's
 `logprobs` (OpenAI's shape, JSON text). Only non-streaming JSON answers of `/chat/completions`
 are read; anything else, or a span that is not recording, is left alone. Values over
-`MAX_BYTES` are not recorded. Needs `openai` >= 3 (httpx2) and `opentelemetry-api`.
+`MAX_BYTES` are not recorded. Works with `openai` 3 (httpx2) and 1.x-2.x (httpx); needs
+`opentelemetry-api`.
 """
 
 import json
@@ -54,9 +55,12 @@ def record(response):
 
 def http_client(**kwargs):
     """The `openai` SDK's default HTTP client with [`record`] added to its response hooks;
-    keyword arguments go to `openai.DefaultHttpx2Client`."""
+    keyword arguments go to `openai.DefaultHttpx2Client` (openai 3) or
+    `openai.DefaultHttpxClient` (openai 1.x-2.x)."""
     import openai
 
+    major = int(openai.__version__.split(".")[0])
+    client = openai.DefaultHttpx2Client if major >= 3 else openai.DefaultHttpxClient
     hooks = dict(kwargs.pop("event_hooks", None) or {})
     hooks["response"] = list(hooks.get("response", [])) + [record]
-    return openai.DefaultHttpx2Client(event_hooks=hooks, **kwargs)
+    return client(event_hooks=hooks, **kwargs)

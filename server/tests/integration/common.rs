@@ -309,6 +309,25 @@ pub fn python() -> Option<PathBuf> {
     }
 }
 
+/// The Python of the OpenLIT venv (`server/tests/python/requirements-openlit.txt`; OpenLIT
+/// needs openai < 3), from `SIGHTLINE_OPENLIT_PYTHON`; `None` (the test skips) when unset,
+/// unless `SIGHTLINE_REQUIRE_PYTHON=1`.
+pub fn openlit_python() -> Option<PathBuf> {
+    match std::env::var_os("SIGHTLINE_OPENLIT_PYTHON") {
+        Some(p) => Some(PathBuf::from(p)),
+        None => {
+            assert!(
+                std::env::var("SIGHTLINE_REQUIRE_PYTHON").as_deref() != Ok("1"),
+                "SIGHTLINE_REQUIRE_PYTHON=1 but SIGHTLINE_OPENLIT_PYTHON is not set"
+            );
+            eprintln!(
+                "\n*** SKIPPED: set SIGHTLINE_OPENLIT_PYTHON to a Python with server/tests/python/requirements-openlit.txt installed ***\n"
+            );
+            None
+        }
+    }
+}
+
 /// A numeric field of `/proc/<pid>/status` in KiB (`VmRSS:`, `VmSize:`); 0 when unreadable.
 pub fn status_kib(pid: u32, field: &str) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();

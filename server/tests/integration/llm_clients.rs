@@ -1,19 +1,19 @@
 //! LLM analytics from real instrumentation: the `openai` Python SDK instrumented by
-//! `openinference-instrumentation-openai` and by `opentelemetry-instrumentation-openai-v2`,
-//! unmodified, exporting OTLP/HTTP to the real binary, against a deterministic fake
+//! `openinference-instrumentation-openai`, by `opentelemetry-instrumentation-openai-v2` and by
+//! OpenLIT, unmodified, exporting OTLP/HTTP to the real binary, against a deterministic fake
 //! OpenAI-compatible server on loopback (`server/tests/python/fake_openai.py`).
 //!
 //! Per library: the LLM spans are found by model with provider and operation set; where the
 //! library records logprobs (OpenInference, inside `output.value`) the entropy columns equal
 //! the values computed here from the logprobs the SDK received (1e-9) and the tokens view
-//! returns every token; where it records none (openai-v2), the quality API says so and points
-//! at the docs.
+//! returns every token; where it records none (openai-v2, OpenLIT), the quality API says so
+//! and points at the docs, and `clients/python/sightline_logprobs.py` fills them in.
 
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{ServerProcess, http, python};
+use crate::common::{ServerProcess, http, openlit_python, python};
 
 /// One call as the client script reports it.
 struct Call {
@@ -170,13 +170,25 @@ fn assert_entropy_and_tokens(s: &ServerProcess, call: &Call, span: &Value) {
 #[test]
 fn the_logprobs_hook_gives_openai_v2_spans_their_entropy() {
     let Some(py) = python() else { return };
+    assert_hook_gives_entropy(&py, "openai-v2-logprobs");
+}
+
+#[test]
+fn the_logprobs_hook_gives_openlit_spans_their_entropy() {
+    let Some(py) = openlit_python() else { return };
+    assert_hook_gives_entropy(&py, "openlit-logprobs");
+}
+
+/// With `clients/python/sightline_logprobs.py`, the spans of a library that records no
+/// logprobs get the entropy columns and the tokens view.
+fn assert_hook_gives_entropy(py: &std::path::Path, library: &str) {
     let dir = tempfile::tempdir().unwrap();
     let s = server(dir.path());
-    let calls = run_client(&py, "openai-v2-logprobs", &s);
+    let calls = run_client(py, library, &s);
     assert_eq!(calls.len(), 2);
     for call in &calls {
         let span = span_of(&s, call);
-        assert_eq!(span["gen_ai"]["request_model"], "gpt-4o", "{span}");
+        assert_chat_columns(&span);
         assert_entropy_and_tokens(&s, call, &span);
     }
 }
@@ -184,9 +196,21 @@ fn the_logprobs_hook_gives_openai_v2_spans_their_entropy() {
 #[test]
 fn openai_v2_spans_are_found_and_empty_quality_says_why() {
     let Some(py) = python() else { return };
+    assert_found_and_empty_says_why(&py, "openai-v2");
+}
+
+#[test]
+fn openlit_spans_are_found_and_empty_quality_says_why() {
+    let Some(py) = openlit_python() else { return };
+    assert_found_and_empty_says_why(&py, "openlit");
+}
+
+/// A library that records no logprobs: its chat spans are found with their GenAI columns,
+/// and the quality API says what is missing and where the docs are.
+fn assert_found_and_empty_says_why(py: &std::path::Path, library: &str) {
     let dir = tempfile::tempdir().unwrap();
     let s = server(dir.path());
-    let calls = run_client(&py, "openai-v2", &s);
+    let calls = run_client(py, library, &s);
     assert_eq!(calls.len(), 2);
     for call in &calls {
         let span = span_of(&s, call);

@@ -9,8 +9,11 @@ conventions) or `openinference-rag` (a RAG pipeline: a LangChain in-memory retri
 fake embedding, instrumented by openinference-instrumentation-langchain, then the openai SDK
 instrumented by openinference-instrumentation-openai, both under one request span, as a web
 framework's instrumentation would make it; the retriever and the chat span are separate spans),
-or `openai-v2-logprobs` (openai-v2 with the SDK's HTTP client from
-`clients/python/sightline_logprobs.py`, which records the logprobs the library does not). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
+`openai-v2-logprobs` (openai-v2 with the SDK's HTTP client from
+`clients/python/sightline_logprobs.py`, which records the logprobs the library does not),
+`openlit` (`openlit.init`, which reuses the application's tracer provider; its events go to
+the same OTLP endpoint as log records) or `openlit-logprobs` (OpenLIT with that HTTP client;
+OpenLIT needs openai < 3, so these two run in the venv of `requirements-openlit.txt`). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
 answer is grounded in the test's documents, one that contradicts them. Prints one JSON line:
 `{"calls": [{"trace_id", "span_id", "answer", "logprobs": [{"token", "logprob", "top": [..]}]}]}`
 with the ids of the LLM span each call produced (read from an in-memory exporter next to the
@@ -68,7 +71,34 @@ if LIBRARY.startswith("openai-v2"):
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=provider)
-if LIBRARY not in ("openinference", "openinference-rag", "openai-v2", "openai-v2-logprobs"):
+if LIBRARY.startswith("openlit"):
+    import openlit
+
+    # No network here: a local (empty) price list instead of OpenLIT's download.
+    no_pricing = os.path.join(tempfile.mkdtemp(), "pricing.json")
+    with open(no_pricing, "w") as f:
+        f.write("{}")
+    from opentelemetry._logs import set_logger_provider
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    # As a user configures it: OpenLIT reuses the application's tracer and logger providers
+    # (its events are log records correlated to the chat span) and sends its metrics to the
+    # same OTLP endpoint.
+    log_provider = LoggerProvider(resource=provider.resource)
+    log_provider.add_log_record_processor(
+        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{ENDPOINT}/v1/logs"))
+    )
+    set_logger_provider(log_provider)
+    openlit.init(
+        otlp_endpoint=ENDPOINT,
+        application_name=f"rag-{LIBRARY}",
+        disable_batch=True,
+        pricing_json=no_pricing,
+    )
+KNOWN = ("openinference", "openinference-rag", "openai-v2", "openai-v2-logprobs", "openlit", "openlit-logprobs")
+if LIBRARY not in KNOWN:
     sys.exit(f"unknown library {LIBRARY}")
 
 import openai  # noqa: E402
@@ -86,7 +116,7 @@ try:
         time.sleep(0.05)
     port = open(port_file).read()
     extra = {}
-    if LIBRARY == "openai-v2-logprobs":
+    if LIBRARY.endswith("-logprobs"):
         sys.path.insert(0, os.path.join(here, "..", "..", "..", "clients", "python"))
         import sightline_logprobs
 
@@ -129,6 +159,8 @@ try:
             }
         )
     provider.shutdown()
+    if LIBRARY.startswith("openlit"):
+        log_provider.shutdown()
     print(json.dumps({"calls": calls}))
 finally:
     fake.kill()
