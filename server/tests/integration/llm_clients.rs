@@ -11,6 +11,12 @@
 
 use std::process::Command;
 
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, trace_service_client::TraceServiceClient,
+};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use serde_json::Value;
 
 use crate::common::{ServerProcess, http, openlit_python, python};
@@ -512,6 +518,98 @@ fn chat_span(trace: &str) -> Vec<u8> {
         500,
         &attrs,
     )
+}
+
+/// `chat_span(trace)` as the protobuf request an OTLP/gRPC exporter sends.
+fn chat_span_grpc(trace: &str) -> ExportTraceServiceRequest {
+    let hex = |h: &str| -> Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let kv = |k: &str, v: &str| KeyValue {
+        key: k.to_owned(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.to_owned())),
+        }),
+        ..Default::default()
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let start = now - 500 * 1_000_000;
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![kv("service.name", "rag")],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                spans: vec![Span {
+                    trace_id: hex(trace),
+                    span_id: hex("00000000000000a2"),
+                    parent_span_id: hex("00000000000000a0"),
+                    name: "chat".into(),
+                    kind: 1,
+                    start_time_unix_nano: start,
+                    end_time_unix_nano: start + 1_000_000,
+                    attributes: vec![
+                        kv("openinference.span.kind", "LLM"),
+                        kv("llm.model_name", "gpt-4o-2024-08-06"),
+                        kv(
+                            "llm.output_messages.0.message.content",
+                            "The Eiffel Tower is 912 metres tall. Napoleon built it in Berlin.",
+                        ),
+                    ],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+#[test]
+fn pieces_over_both_transports_are_assembled() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sightline.toml");
+    std::fs::write(&config, "[limits]\nassembly_settle_secs = 1\n").unwrap();
+    let s = ServerProcess::start(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+        dir.path().join("server.log"),
+    );
+    // The chat span over OTLP/gRPC, then the retriever that ran before it over OTLP/HTTP.
+    let t = "33333333333333333333333333333333";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let resp = rt.block_on(async {
+        let mut c = TraceServiceClient::connect(format!("http://{}", s.grpc))
+            .await
+            .unwrap();
+        c.export(chat_span_grpc(t)).await
+    });
+    assert!(resp.unwrap().into_inner().partial_success.is_none());
+    let r = http(
+        s.http,
+        "POST",
+        "/v1/traces",
+        &[("Content-Type", "application/json")],
+        &retriever_span(t),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let e = evaluation_of(&s, t, "00000000000000a2");
+    assert!(
+        e["quality"]["hallucination_index"].as_f64().unwrap() > 0.3,
+        "{e}"
+    );
+    assert_eq!(
+        ids(&e["attributes"]["sightline.evaluation.documents"]),
+        ["eiffel"]
+    );
 }
 
 #[test]
