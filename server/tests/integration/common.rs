@@ -294,35 +294,30 @@ pub fn all_samples(store: &Store, t: &TenantId) -> Vec<(u64, i64, f64)> {
 /// The Python interpreter for real-client tests: `SIGHTLINE_PYTHON`, or a loud skip (a
 /// failure when `SIGHTLINE_REQUIRE_PYTHON=1`).
 pub fn python() -> Option<PathBuf> {
-    match std::env::var_os("SIGHTLINE_PYTHON") {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
-            assert!(
-                std::env::var("SIGHTLINE_REQUIRE_PYTHON").as_deref() != Ok("1"),
-                "SIGHTLINE_REQUIRE_PYTHON=1 but SIGHTLINE_PYTHON is not set"
-            );
-            eprintln!(
-                "\n*** SKIPPED: set SIGHTLINE_PYTHON to a Python with server/tests/python/requirements.txt installed ***\n"
-            );
-            None
-        }
-    }
+    python_from("SIGHTLINE_PYTHON", "server/tests/python/requirements.txt")
 }
 
 /// The Python of the OpenLIT venv (`server/tests/python/requirements-openlit.txt`; OpenLIT
 /// needs openai < 3), from `SIGHTLINE_OPENLIT_PYTHON`; `None` (the test skips) when unset,
 /// unless `SIGHTLINE_REQUIRE_PYTHON=1`.
 pub fn openlit_python() -> Option<PathBuf> {
-    match std::env::var_os("SIGHTLINE_OPENLIT_PYTHON") {
+    python_from(
+        "SIGHTLINE_OPENLIT_PYTHON",
+        "server/tests/python/requirements-openlit.txt",
+    )
+}
+
+/// The Python named by `var`; `None` (the test skips) when unset, unless
+/// `SIGHTLINE_REQUIRE_PYTHON=1`.
+fn python_from(var: &str, requirements: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
         Some(p) => Some(PathBuf::from(p)),
         None => {
             assert!(
                 std::env::var("SIGHTLINE_REQUIRE_PYTHON").as_deref() != Ok("1"),
-                "SIGHTLINE_REQUIRE_PYTHON=1 but SIGHTLINE_OPENLIT_PYTHON is not set"
+                "SIGHTLINE_REQUIRE_PYTHON=1 but {var} is not set"
             );
-            eprintln!(
-                "\n*** SKIPPED: set SIGHTLINE_OPENLIT_PYTHON to a Python with server/tests/python/requirements-openlit.txt installed ***\n"
-            );
+            eprintln!("\n*** SKIPPED: set {var} to a Python with {requirements} installed ***\n");
             None
         }
     }
