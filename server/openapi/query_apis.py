@@ -36,9 +36,13 @@ add("/api/v1/quality/tokens", ["get"], "native", "Token-level view of one respon
 add("/api/v1/quality/values", ["get"], "native", "Distinct values of model, provider, operation, service or route among stored spans (template variables)", Q,
     [q("field", "model, provider, operation, service or route", required=True)] + qrange)
 pfilters = qrange + [q("service", "service.name equals"), q("model", "gen_ai.request.model equals"), q("provider", "gen_ai.provider.name equals"), q("limit", "1..10000 (default 100)", typ="integer")]
-add("/api/v1/quality/provenance", ["get"], "native", "RAG provenance: the scored answers (newest first) whose context held a document, or that have unsupported sentences, with their supporting documents", Q,
-    [q("document", "only answers whose context held this document id"), q("unsupported", "true: only answers with unsupported sentences", typ="boolean")] + pfilters)
-add("/api/v1/quality/documents", ["get"], "native", "Usage per retrieved document (answers it was context of, answers and sentences it supports) and per-retrieval measures", Q, pfilters)
+pselect = [q("document", "only answers whose context held this document id"), q("unsupported", "true: only answers with unsupported sentences", typ="boolean"),
+           q("route", "only answers served on this route (app.route / http.route of the answer or its nearest ancestor)"), q("prompt_template", "only answers made from this prompt template (its name as the evaluation records it)")]
+add("/api/v1/quality/provenance", ["get"], "native", "RAG provenance: the scored answers (newest first) whose context held a document, or that have unsupported sentences, with their supporting documents and, per sentence, the supporting passage (document id, character span, coverage, retriever score) or none", Q,
+    pselect + pfilters)
+add("/api/v1/quality/provenance/groups", ["get"], "native", "Scored answers, answers with unsupported sentences and their share, and mean hallucination index per model, route, prompt template, service or provider", Q,
+    [q("by", "model (default), route, prompt_template, service or provider")] + pselect + pfilters)
+add("/api/v1/quality/documents", ["get"], "native", "Usage per retrieved document (answers it was context of, answers and sentences it supports) and per-retrieval measures (chunks per retrieval, chunks used, retriever score distribution of all, used and unused chunks)", Q, pselect[2:] + pfilters)
 L = "See docs/logs.md."
 lcommon = [q("start", "RFC 3339, Unix seconds or nanoseconds"), q("end", "RFC 3339, Unix seconds or nanoseconds"), q("query", "full-text query (tantivy syntax); alias q"), q("service", "service.name"),
            q("severity", "exact severity text"), q("min_severity", "minimum severity number or name"), q("trace_id", "hex"), q("span_id", "hex"),

@@ -20,6 +20,7 @@
 //! Counters and the number of traces assembling are in `/metrics`
 //! (`sightline_assembly_*`).
 
+pub mod context;
 pub mod evaluate;
 pub mod recover;
 
@@ -30,17 +31,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use sightline_storage::{Deadline, SpanRecord, Store, TenantId, TraceId};
+use sightline_storage::{
+    Deadline, LogRecord, Predicate, ScanRequest, Signal, SpanRecord, Store, TenantId, TimeRange,
+    TraceId, UnixNanos,
+};
 
 use crate::limits::Limits;
 use crate::otlp::genai::answer_text;
-use crate::otlp::genai::content::has_documents;
+use crate::otlp::genai::log_events::log_event;
+use crate::otlp::genai::prompt::has_tool_results;
+use context::has_context;
 use evaluate::{EVALUATION_SPAN, evaluate_trace};
 
 /// How often the worker looks for traces that are due.
 const TICK: Duration = Duration::from_millis(250);
 /// Longest read of one trace for its evaluation.
 const TRACE_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How far outside its spans' time extent a trace's correlated log records are looked for.
+const LOG_MARGIN_NANOS: i64 = 600_000_000_000;
 
 /// The assembler's settings (from [`Limits`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,9 +79,10 @@ impl From<&Limits> for AssemblyConfig {
 struct Entry {
     first_seen: Instant,
     last_seen: Instant,
-    /// An LLM span with an answer (and no documents of its own) has arrived.
+    /// An LLM span with an answer (and no documents of its own) has arrived, or a GenAI log
+    /// record with an answer.
     llm: bool,
-    /// A span with retrieved documents has arrived.
+    /// A span with retrieved documents or a tool result has arrived.
     context: bool,
     /// Evaluated (kept until the timeout so late spans are recognised).
     done: bool,
@@ -104,21 +113,46 @@ pub struct Assembler {
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-/// Whether a span is an answer to assemble and whether it carries documents.
+/// Whether a span is an answer to assemble and whether it carries context (documents, a tool
+/// result).
 fn role(s: &SpanRecord) -> (bool, bool) {
     if s.name == EVALUATION_SPAN {
         return (false, false);
     }
-    // Cheap first: only spans with GenAI-ish keys can hold an answer.
+    // Cheap first: only spans with GenAI-ish keys can hold an answer or context.
     let genai = s.attributes.iter().any(|(k, _)| {
-        k.starts_with("gen_ai.") || k.starts_with("llm.") || k.starts_with("output.")
+        k.starts_with("gen_ai.")
+            || k.starts_with("llm.")
+            || k.starts_with("output.")
+            || k.starts_with("openinference.")
+            || k.starts_with("retrieval.")
     }) || s.events.iter().any(|e| e.name.starts_with("gen_ai."));
-    let docs = has_documents(&s.attributes);
-    let answer = genai
-        && !docs
+    if !genai {
+        return (false, false);
+    }
+    let docs = crate::otlp::genai::content::has_documents(&s.attributes);
+    let answer = !docs
         && s.quality.hallucination_index.is_none()
         && answer_text(&s.attributes, &s.events).is_some();
-    (answer, docs)
+    (answer, has_context(s, &s.events))
+}
+
+/// Whether a log record is a GenAI event holding an answer and whether it holds a tool
+/// result (for the trace of its span).
+fn log_role(l: &LogRecord) -> (bool, bool) {
+    if l.span_id.is_none() {
+        return (false, false);
+    }
+    match log_event(l) {
+        Some(e) => {
+            let events = std::slice::from_ref(&e);
+            (
+                answer_text(&Vec::new(), events).is_some(),
+                has_tool_results(&Vec::new(), events),
+            )
+        }
+        None => (false, false),
+    }
 }
 
 impl Assembler {
@@ -159,11 +193,23 @@ impl Assembler {
 
     /// Notes the spans of one stored request.
     pub fn observe(&self, tenant: &TenantId, spans: &[SpanRecord]) {
+        self.note(tenant, spans.iter().map(|s| (s.trace_id, role(s))));
+    }
+
+    /// Notes the log records of one stored request (GenAI events correlated to a span).
+    pub fn observe_logs(&self, tenant: &TenantId, logs: &[LogRecord]) {
+        self.note(
+            tenant,
+            logs.iter().filter_map(|l| Some((l.trace_id?, log_role(l)))),
+        );
+    }
+
+    /// Notes items of one request by trace: `(trace, (answer, context))`.
+    fn note(&self, tenant: &TenantId, items: impl Iterator<Item = (TraceId, (bool, bool))>) {
         let now = Instant::now();
         let mut roles: HashMap<TraceId, (bool, bool, u64)> = HashMap::new();
-        for s in spans {
-            let (llm, docs) = role(s);
-            let r = roles.entry(s.trace_id).or_default();
+        for (trace, (llm, docs)) in items {
+            let r = roles.entry(trace).or_default();
             r.0 |= llm;
             r.1 |= docs;
             r.2 += 1;
@@ -265,7 +311,15 @@ impl Assembler {
                 return;
             }
         };
-        let evaluations = evaluate_trace(&view.spans);
+        let logs = match self.trace_logs(tenant, *trace, &view.spans, &deadline) {
+            Ok(l) => l,
+            Err(e) => {
+                self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%trace, error = %e, "reading a trace's log records failed");
+                return;
+            }
+        };
+        let evaluations = evaluate_trace(&view.spans, &logs);
         self.counters
             .evaluated_traces
             .fetch_add(1, Ordering::Relaxed);
@@ -283,6 +337,41 @@ impl Assembler {
                 tracing::warn!(%trace, error = %e, "storing evaluations failed (recomputed at the next start)");
             }
         }
+    }
+
+    /// The trace's log records correlated to a span, within [`LOG_MARGIN_NANOS`] of its
+    /// spans' time extent (pruned by time and by the trace id's bloom filter).
+    fn trace_logs(
+        &self,
+        tenant: &TenantId,
+        trace: TraceId,
+        spans: &[SpanRecord],
+        deadline: &Deadline,
+    ) -> Result<Vec<LogRecord>, sightline_storage::StorageError> {
+        let (Some(min), Some(max)) = (
+            spans.iter().map(|s| s.start.0).min(),
+            spans.iter().map(|s| s.end.0.max(s.start.0)).max(),
+        ) else {
+            return Ok(Vec::new());
+        };
+        let time = TimeRange::new(
+            UnixNanos(min.saturating_sub(LOG_MARGIN_NANOS)),
+            UnixNanos(max.saturating_add(LOG_MARGIN_NANOS)),
+        )?;
+        let req = ScanRequest::new(tenant.clone(), Signal::Logs, time)
+            .with(Predicate::TraceId(trace))
+            .until(deadline.clone());
+        let res = self.store.scan(&req)?;
+        let mut out = Vec::new();
+        for b in &res.batches {
+            deadline.check()?;
+            out.extend(
+                sightline_storage::columnar::logs_from_batch(b)?
+                    .into_iter()
+                    .filter(|l| l.span_id.is_some()),
+            );
+        }
+        Ok(out)
     }
 
     fn run(&self) {
@@ -358,7 +447,7 @@ impl Assembler {
             (
                 "sightline_assembly_late_spans_total",
                 "counter",
-                "Answer or document spans that arrived after their trace was evaluated.",
+                "Answer or context spans (and GenAI log records) that arrived after their trace was evaluated.",
                 c.late_spans.load(Ordering::Relaxed),
             ),
             (

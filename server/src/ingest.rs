@@ -380,6 +380,9 @@ impl Ingest {
                 drop(r);
                 self.finish(signal, &mapped)?;
                 self.store.append_logs(tenant, &mapped.rows)?;
+                if let Some(a) = self.assembler.get() {
+                    a.observe_logs(tenant, &mapped.rows);
+                }
                 (mapped.accepted, mapped.rejected, 0, mapped.error_message())
             }
         };

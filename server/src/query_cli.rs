@@ -97,9 +97,11 @@ pub enum QueryCommand {
     /// Example: sightline query logs timeout --service llm-router --min-severity warn --since 30m
     Logs(LogSearchArgs),
     /// RAG provenance: the scored answers (newest first) that used a document, or that have
-    /// sentences no retrieved document supports.
+    /// sentences no retrieved document supports; with --by, those answers counted per model,
+    /// route, prompt template, service or provider.
     ///
-    /// Example: sightline query provenance --document kb-1234 --since 24h
+    /// Examples: sightline query provenance --document kb-1234 --since 24h;
+    /// sightline query provenance --unsupported --by prompt_template --since 24h
     Provenance(ProvenanceArgs),
     /// Usage per retrieved document (answers it was context of, answers and sentences it
     /// supports) and per-retrieval measures.
@@ -434,6 +436,9 @@ fn provenance_params(a: &ProvenanceArgs) -> Result<Vec<(&'static str, String)>, 
     }
     for (k, v) in [
         ("document", &a.document),
+        ("route", &a.route),
+        ("prompt_template", &a.prompt_template),
+        ("by", &a.by),
         ("service", &a.service),
         ("model", &a.model),
         ("provider", &a.provider),
@@ -565,13 +570,16 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
             })
         }
         QueryCommand::Provenance(a) => {
-            let path = format!(
-                "/api/v1/quality/provenance?{}",
-                form(&provenance_params(a)?)
-            );
+            let route = match a.by {
+                Some(_) => "/api/v1/quality/provenance/groups",
+                None => "/api/v1/quality/provenance",
+            };
+            let path = format!("{route}?{}", form(&provenance_params(a)?));
             let v = backend.json(args, "GET", &path, None).await?;
             Ok(if args.json {
                 v.to_string()
+            } else if a.by.is_some() {
+                render::provenance_groups(&v)
             } else {
                 render::provenance(&v)
             })

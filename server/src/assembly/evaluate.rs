@@ -1,11 +1,10 @@
-//! One trace's LLM spans scored against the documents the trace retrieved before them: the
-//! evaluation spans the assembler stores.
+//! One trace's LLM spans scored against the context their trace gave them
+//! ([`super::context`]: retrieved documents, tool results, system instructions): the evaluation
+//! spans the assembler stores.
 //!
-//! The context of an LLM span `L` (a span with an answer) is the documents of every other span
-//! of the trace that started no later than `L` and is not one of `L`'s descendants: its
-//! ancestors, its earlier siblings and what they contain (a LangChain retriever under a chain
-//! span, next to the SDK's chat span). An `L` that carries documents itself is scored at
-//! ingest and skipped here.
+//! An LLM span `L` is a span with an answer (on the span, in its events or in the GenAI log
+//! records correlated to it). An `L` that carries documents itself is scored at ingest and
+//! skipped here.
 //!
 //! Each scored `L` gets one evaluation span: a child of `L`, named [`EVALUATION_SPAN`], with
 //! a span id derived from `L`'s (so a trace evaluated twice writes the same id), `L`'s service,
@@ -19,13 +18,18 @@
 //! | `sightline.evaluation.target_span_id` | `L`'s span id (hex) |
 //! | `sightline.evaluation.label` | `low`, `medium` or `high` |
 //! | `sightline.evaluation.explanation` | the index's explanation |
-//! | `sightline.evaluation.documents` | ids of the context documents, in order |
+//! | `sightline.evaluation.documents` | ids of the retrieved documents in the context, in order |
+//! | `sightline.evaluation.context` | ids of every context passage: documents, `tool:<name>`, `system_instructions` |
 //! | `sightline.evaluation.source_span_ids` | the spans they came from (hex) |
-//! | `sightline.evaluation.supporting_documents` | ids of the documents that support a sentence |
-//! | `sightline.evaluation.unsupported_sentences` | sentences no document supports |
-//! | `sightline.evaluation.evidence` | JSON: per answer sentence, its character span, `supported`, and the best passage (`document_id`, its character span, `coverage`) |
+//! | `sightline.evaluation.supporting_documents` | ids of the retrieved documents that support a sentence |
+//! | `sightline.evaluation.supporting_context` | ids of every context passage that supports a sentence |
+//! | `sightline.evaluation.unsupported_sentences` | sentences no passage supports |
+//! | `sightline.evaluation.retrievals` | JSON: per retriever span, `span_id` and its `documents` (`id`, `score` or null, `used`: it supports a sentence) |
+//! | `sightline.evaluation.route` | `app.route` / `http.route` of `L` or its nearest ancestor |
+//! | `sightline.evaluation.prompt_template` | the prompt template's name ([`super::context::template_name`]) |
+//! | `sightline.evaluation.evidence` | JSON: per answer sentence, its character span, `supported`, and the best passage (`document_id`, `kind`, its character span, `coverage`, the retriever's `score`) |
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde_json::json;
 use sightline_detect::entropy::{UncertaintyOptions, response_uncertainty};
@@ -33,15 +37,20 @@ use sightline_detect::hallucination::{
     HallucinationOptions, RetrievedDocument, RiskLabel, check_work, hallucination_index_parts,
 };
 use sightline_detect::logprobs::parse_logprobs;
-use sightline_storage::{AttrValue, SpanId, SpanKind, SpanRecord};
+use sightline_storage::{AttrValue, LogRecord, SpanId, SpanKind, SpanRecord};
 
+use super::context::{ContextItem, ContextKind, TraceContent};
 use crate::otlp::genai::content::{has_documents, is_content_key};
-use crate::otlp::genai::{answer_text, documents, logprobs_text};
+use crate::otlp::genai::{answer_text, logprobs_text};
 
 /// Name of the spans the assembler writes.
 pub const EVALUATION_SPAN: &str = "sightline.evaluation";
 /// Attribute of an evaluation span naming the span it scores.
 pub const TARGET_KEY: &str = "sightline.evaluation.target_span_id";
+/// Attribute of an evaluation span naming the route of the answer.
+pub const ROUTE_KEY: &str = "sightline.evaluation.route";
+/// Attribute of an evaluation span naming the prompt template of the answer.
+pub const PROMPT_TEMPLATE_KEY: &str = "sightline.evaluation.prompt_template";
 /// Attributes of the scored span copied to its evaluation only when their rendered value is
 /// at most this long (content attributes are never copied).
 const MAX_COPIED_ATTRIBUTE: usize = 256;
@@ -52,46 +61,11 @@ pub fn evaluation_span_id(target: SpanId) -> SpanId {
     SpanId(h.max(1).to_be_bytes())
 }
 
-/// The trace's context documents for `target` (see the module docs), with the span each came
-/// from.
-fn context(spans: &[SpanRecord], target: &SpanRecord) -> Vec<(RetrievedDocument, SpanId)> {
-    let by_id: HashMap<SpanId, &SpanRecord> = spans.iter().map(|s| (s.span_id, s)).collect();
-    // Whether `s` descends from `target` (walk up, bounded by the trace's size: a cycle in
-    // parent ids cannot loop).
-    let descends = |s: &SpanRecord| {
-        let mut cur = s.parent_span_id;
-        for _ in 0..spans.len() {
-            match cur {
-                Some(p) if p == target.span_id => return true,
-                Some(p) => cur = by_id.get(&p).and_then(|x| x.parent_span_id),
-                None => return false,
-            }
-        }
-        false
-    };
-    let mut sources: Vec<&SpanRecord> = spans
-        .iter()
-        .filter(|s| s.span_id != target.span_id && s.name != EVALUATION_SPAN)
-        .filter(|s| s.start <= target.start && has_documents(&s.attributes))
-        .filter(|s| !descends(s))
-        .collect();
-    sources.sort_by_key(|s| (s.start, s.span_id));
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for s in sources {
-        for d in documents(&s.attributes) {
-            // The same document retrieved twice counts once.
-            if seen.insert((d.id.clone(), d.text.len())) {
-                out.push((d, s.span_id));
-            }
-        }
-    }
-    out
-}
-
-/// Scores every LLM span of one trace that has an answer and context documents and no
-/// evaluation yet; returns the evaluation spans to store.
-pub fn evaluate_trace(spans: &[SpanRecord]) -> Vec<SpanRecord> {
+/// Scores every LLM span of one trace that has an answer and context and no evaluation yet;
+/// returns the evaluation spans to store. `logs` are the trace's log records (GenAI events
+/// among them count as events of their span).
+pub fn evaluate_trace(spans: &[SpanRecord], logs: &[LogRecord]) -> Vec<SpanRecord> {
+    let trace = TraceContent::new(spans, logs);
     let evaluated: HashSet<SpanId> = spans
         .iter()
         .filter(|s| s.name == EVALUATION_SPAN)
@@ -106,29 +80,53 @@ pub fn evaluate_trace(spans: &[SpanRecord]) -> Vec<SpanRecord> {
         {
             continue;
         }
-        let Some(answer) = answer_text(&target.attributes, &target.events) else {
+        let events = trace.events_of(target);
+        let Some(answer) = answer_text(&target.attributes, &events) else {
             continue;
         };
-        let ctx = context(spans, target);
+        let ctx = trace.context(target, &events);
         if ctx.is_empty() {
             continue;
         }
-        if let Some(e) = evaluate(target, &answer, ctx) {
+        let dims = Dimensions {
+            route: trace.route(target),
+            prompt_template: trace.prompt_template(target),
+        };
+        if let Some(e) = evaluate(target, &events, &answer, ctx, dims) {
             out.push(e);
         }
     }
     out
 }
 
+/// What an evaluation is grouped by, read from the trace.
+struct Dimensions {
+    route: Option<String>,
+    prompt_template: Option<String>,
+}
+
+fn strs(v: Vec<String>) -> AttrValue {
+    AttrValue::Array(v.into_iter().map(AttrValue::Str).collect())
+}
+
+/// Pushes `v` unless present.
+fn push_unique(out: &mut Vec<String>, v: &str) {
+    if !out.iter().any(|x| x == v) {
+        out.push(v.to_owned());
+    }
+}
+
 fn evaluate(
     target: &SpanRecord,
+    events: &[sightline_storage::SpanEvent],
     answer: &str,
-    ctx: Vec<(RetrievedDocument, SpanId)>,
+    ctx: Vec<ContextItem>,
+    dims: Dimensions,
 ) -> Option<SpanRecord> {
-    let (docs, sources): (Vec<RetrievedDocument>, Vec<SpanId>) = ctx.into_iter().unzip();
+    let docs: Vec<RetrievedDocument> = ctx.iter().map(|c| c.doc.clone()).collect();
     // The same work bound as the detect API: larger pairs are not scored.
     check_work(answer, &docs).ok()?;
-    let uncertainty = logprobs_text(&target.attributes, &target.events)
+    let uncertainty = logprobs_text(&target.attributes, events)
         .and_then(|t| parse_logprobs(&t).ok())
         .and_then(|lp| response_uncertainty(&lp, &UncertaintyOptions::default()).ok())
         .filter(|u| u.tokens > 0);
@@ -168,8 +166,9 @@ fn evaluate(
         })
         .cloned()
         .collect();
-    let strs = |v: Vec<String>| AttrValue::Array(v.into_iter().map(AttrValue::Str).collect());
+    let item_of = |id: &str| ctx.iter().find(|c| c.doc.id == id);
     let mut supporting: Vec<String> = Vec::new();
+    let mut supporting_context: Vec<String> = Vec::new();
     let mut unsupported = 0i64;
     let evidence: Vec<serde_json::Value> = report
         .grounding
@@ -179,11 +178,14 @@ fn evaluate(
             if !s.supported && s.weight > 0.0 {
                 unsupported += 1;
             }
+            let item = s.best.as_ref().and_then(|b| item_of(&b.document_id));
             if s.supported
                 && let Some(b) = &s.best
-                && !supporting.contains(&b.document_id)
             {
-                supporting.push(b.document_id.clone());
+                push_unique(&mut supporting_context, &b.document_id);
+                if item.is_some_and(|c| c.kind == ContextKind::Document) {
+                    push_unique(&mut supporting, &b.document_id);
+                }
             }
             json!({
                 "sentence_index": s.sentence_index,
@@ -192,59 +194,91 @@ fn evaluate(
                 "supported": s.supported,
                 "best": s.best.as_ref().map(|b| json!({
                     "document_id": b.document_id,
+                    "kind": item.map(|c| c.kind.as_str()),
                     "start_char": b.span.start_char,
                     "end_char": b.span.end_char,
                     "coverage": b.coverage,
+                    "score": item.and_then(|c| c.score),
                 })),
             })
         })
         .collect();
     let mut source_ids: Vec<String> = Vec::new();
-    for s in &sources {
-        let hex = s.to_hex();
-        if !source_ids.contains(&hex) {
-            source_ids.push(hex);
+    for c in &ctx {
+        push_unique(&mut source_ids, &c.source.to_hex());
+    }
+    // Per retriever span: its documents, their scores, whether each supports a sentence.
+    let mut retrievals: Vec<(SpanId, Vec<serde_json::Value>)> = Vec::new();
+    for c in ctx.iter().filter(|c| c.kind == ContextKind::Document) {
+        let doc = json!({
+            "id": c.doc.id,
+            "score": c.score,
+            "used": supporting.contains(&c.doc.id),
+        });
+        match retrievals.iter_mut().find(|(s, _)| *s == c.source) {
+            Some((_, d)) => d.push(doc),
+            None => retrievals.push((c.source, vec![doc])),
         }
     }
-    let ev = [
+    let retrievals: Vec<serde_json::Value> = retrievals
+        .into_iter()
+        .map(|(s, d)| json!({"span_id": s.to_hex(), "documents": d}))
+        .collect();
+    let ids_of = |kind: Option<ContextKind>| {
+        ctx.iter()
+            .filter(|c| kind.is_none_or(|k| c.kind == k))
+            .map(|c| c.doc.id.clone())
+            .collect::<Vec<_>>()
+    };
+    let label = match report.evaluation.score_label {
+        RiskLabel::Low => "low",
+        RiskLabel::Medium => "medium",
+        RiskLabel::High => "high",
+    };
+    let mut ev = vec![
         (
             "sightline.evaluation.name",
             AttrValue::Str("hallucination_index".into()),
         ),
         (TARGET_KEY, AttrValue::Str(target.span_id.to_hex())),
-        (
-            "sightline.evaluation.label",
-            AttrValue::Str(
-                match report.evaluation.score_label {
-                    RiskLabel::Low => "low",
-                    RiskLabel::Medium => "medium",
-                    RiskLabel::High => "high",
-                }
-                .into(),
-            ),
-        ),
+        ("sightline.evaluation.label", AttrValue::Str(label.into())),
         (
             "sightline.evaluation.explanation",
             AttrValue::Str(report.evaluation.explanation.clone()),
         ),
         (
             "sightline.evaluation.documents",
-            strs(docs.iter().map(|d| d.id.clone()).collect()),
+            strs(ids_of(Some(ContextKind::Document))),
         ),
+        ("sightline.evaluation.context", strs(ids_of(None))),
         ("sightline.evaluation.source_span_ids", strs(source_ids)),
         (
             "sightline.evaluation.supporting_documents",
             strs(supporting),
         ),
         (
+            "sightline.evaluation.supporting_context",
+            strs(supporting_context),
+        ),
+        (
             "sightline.evaluation.unsupported_sentences",
             AttrValue::Int(unsupported),
+        ),
+        (
+            "sightline.evaluation.retrievals",
+            AttrValue::Str(serde_json::Value::Array(retrievals).to_string()),
         ),
         (
             "sightline.evaluation.evidence",
             AttrValue::Str(serde_json::Value::Array(evidence).to_string()),
         ),
     ];
+    if let Some(r) = dims.route {
+        ev.push((ROUTE_KEY, AttrValue::Str(r)));
+    }
+    if let Some(t) = dims.prompt_template {
+        ev.push((PROMPT_TEMPLATE_KEY, AttrValue::Str(t)));
+    }
     e.attributes
         .extend(ev.into_iter().map(|(k, v)| (k.to_owned(), v)));
     Some(e)
@@ -286,6 +320,10 @@ mod tests {
                     s("The Eiffel Tower is 330 metres tall and stands in Paris."),
                 ),
                 ("retrieval.documents.0.document.id", s("eiffel")),
+                (
+                    "retrieval.documents.0.document.score",
+                    AttrValue::Double(0.91),
+                ),
                 (
                     "retrieval.documents.1.document.content",
                     s("The Louvre is the most visited museum in the world."),
@@ -331,8 +369,8 @@ mod tests {
         good.push(llm(4, Some(1), 5, grounded));
         let mut bad = base;
         bad.push(llm(4, Some(1), 5, wrong));
-        let g = evaluate_trace(&good);
-        let b = evaluate_trace(&bad);
+        let g = evaluate_trace(&good, &[]);
+        let b = evaluate_trace(&bad, &[]);
         assert_eq!((g.len(), b.len()), (1, 1));
         let (g, b) = (&g[0], &b[0]);
         assert_eq!(g.parent_span_id, Some(SpanId([4; 8])));
@@ -363,6 +401,21 @@ mod tests {
         };
         let ev: serde_json::Value = serde_json::from_str(ev).unwrap();
         assert_eq!(ev[0]["best"]["document_id"], "eiffel");
+        assert_eq!(ev[0]["best"]["kind"], "document");
+        assert_eq!(ev[0]["best"]["score"], 0.91);
+        // Per retrieval: the retriever's documents, their scores and which were used.
+        let AttrValue::Str(r) = attr(g, "sightline.evaluation.retrievals") else {
+            panic!()
+        };
+        let r: serde_json::Value = serde_json::from_str(r).unwrap();
+        assert_eq!(
+            r,
+            serde_json::json!([{"span_id": SpanId([3; 8]).to_hex(), "documents": [
+                {"id": "eiffel", "score": 0.91, "used": true},
+                {"id": "louvre", "score": null, "used": false},
+            ]}])
+        );
+        assert_eq!(attr(g, ROUTE_KEY), &s("/ask"));
         // Dimensions and small attributes are copied, usage and content are not.
         assert_eq!(g.gen_ai.request_model.as_deref(), Some("gpt-4o"));
         assert_eq!(g.gen_ai.input_tokens, None);
@@ -371,7 +424,7 @@ mod tests {
         // Evaluated once: with its evaluation in the trace, nothing more is written.
         let mut again = good.clone();
         again.push(g.clone());
-        assert!(evaluate_trace(&again).is_empty());
+        assert!(evaluate_trace(&again, &[]).is_empty());
     }
 
     #[test]
@@ -384,9 +437,9 @@ mod tests {
             retriever(3, Some(1), 9),
             retriever(5, Some(4), 3),
         ];
-        assert!(evaluate_trace(&spans).is_empty());
+        assert!(evaluate_trace(&spans, &[]).is_empty());
         // No answer, no evaluation.
         let spans = vec![retriever(3, None, 0), span(4, None, 5, vec![])];
-        assert!(evaluate_trace(&spans).is_empty());
+        assert!(evaluate_trace(&spans, &[]).is_empty());
     }
 }

@@ -1,16 +1,28 @@
-//! At start: the traces of the last `assembly_recovery_secs` that hold an answer and
-//! retrieved documents but no evaluation (the process stopped before evaluating them).
+//! At start: the traces of the last `assembly_recovery_secs` that hold an answer and context
+//! (retrieved documents, a tool result) but no evaluation (the process stopped before
+//! evaluating them). Answers and tool results in GenAI log records count too.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sightline_storage::columnar::spans_from_batch;
+use sightline_storage::columnar::{logs_from_batch, spans_from_batch};
 use sightline_storage::{
-    Deadline, ScanRequest, Signal, StorageError, Store, TenantId, TimeRange, TraceId, UnixNanos,
+    Deadline, MatchOp, Matcher, Predicate, ScanRequest, Signal, StorageError, Store, TenantId,
+    TimeRange, TraceId, UnixNanos,
 };
 
 use super::evaluate::EVALUATION_SPAN;
-use super::role;
+use super::{log_role, role};
+
+/// Log records that may be GenAI events: the `event_name` field, or the `event.name`
+/// attribute of older SDKs, starting with `gen_ai.`.
+fn genai_events() -> Result<Predicate, StorageError> {
+    let re = r"gen_ai\..+";
+    Ok(Predicate::AnyOf(vec![
+        Matcher::new("event_name", MatchOp::Regex, re)?,
+        Matcher::new("event.name", MatchOp::Regex, re)?,
+    ]))
+}
 
 /// Longest the recovery scan may take.
 const SCAN_TIMEOUT: Duration = Duration::from_secs(120);
@@ -41,6 +53,20 @@ pub fn recover(store: &Store, window: Duration) -> Result<Vec<(TenantId, TraceId
                 e.0 |= llm;
                 e.1 |= docs;
                 e.2 |= s.name == EVALUATION_SPAN;
+            }
+        }
+        let req = ScanRequest::new(tenant.clone(), Signal::Logs, time)
+            .with(genai_events()?)
+            .until(deadline.clone());
+        for b in &store.scan(&req)?.batches {
+            deadline.check()?;
+            for l in logs_from_batch(b)? {
+                let (Some(trace), (llm, context)) = (l.trace_id, log_role(&l)) else {
+                    continue;
+                };
+                let e = seen.entry(trace).or_default();
+                e.0 |= llm;
+                e.1 |= context;
             }
         }
         out.extend(

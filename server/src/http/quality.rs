@@ -5,9 +5,11 @@
 //! * `GET /api/v1/quality/tokens?trace_id=&span_id=` -> one response's tokens with entropy;
 //! * `GET /api/v1/quality/values?field=model|provider|operation|service|route` ->
 //!   `{"values": [..]}` (for Grafana template variables);
-//! * `GET /api/v1/quality/provenance?[document=&unsupported=true&limit=&start=&end=&service=&model=&provider=]`
+//! * `GET /api/v1/quality/provenance?[document=&unsupported=true&route=&prompt_template=&limit=&start=&end=&service=&model=&provider=]`
 //!   -> `{"answers": [..]}`: the scored answers (newest first) whose context held `document`,
-//!   or that have unsupported sentences;
+//!   or that have unsupported sentences, each with its per-sentence provenance;
+//! * `GET /api/v1/quality/provenance/groups?by=model|route|prompt_template|service|provider&[same filters]`
+//!   -> `{"groups": [..]}`: answers and unsupported sentences per group;
 //! * `GET /api/v1/quality/documents?[limit=&start=&end=&service=&model=&provider=]` ->
 //!   `{"documents": [..], "retrieval": {..}}`: usage per document and per-retrieval measures.
 //!
@@ -46,6 +48,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/quality/tokens", get(tokens))
         .route("/api/v1/quality/values", get(field_values))
         .route("/api/v1/quality/provenance", get(provenance))
+        .route("/api/v1/quality/provenance/groups", get(provenance_groups))
         .route("/api/v1/quality/documents", get(document_usage))
 }
 
@@ -221,6 +224,8 @@ fn provenance_query(p: &[(String, String)]) -> Result<ProvenanceQuery, ApiError>
         },
         document: param(p, "document").map(str::to_owned),
         unsupported_only,
+        route: param(p, "route").map(str::to_owned),
+        prompt_template: param(p, "prompt_template").map(str::to_owned),
         limit,
     })
 }
@@ -237,6 +242,29 @@ async fn provenance(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQue
             })
             .await?;
         Ok::<_, ApiError>(axum::Json(json!({ "answers": answers })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn provenance_groups(
+    st: State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let run = async {
+        let tenant = tenant(&st.0, &headers)?;
+        let pairs = query_pairs(q.as_deref());
+        let query = provenance_query(&pairs)?;
+        let by = provenance::ProvenanceBy::parse(param(&pairs, "by").unwrap_or("model"))
+            .map_err(quality_error)?;
+        let store = st.0.store().clone();
+        let t = tenant.clone();
+        let groups =
+            st.0.run(&tenant, move |deadline| {
+                provenance::groups(&store, &t, &query, by, deadline).map_err(quality_error)
+            })
+            .await?;
+        Ok::<_, ApiError>(axum::Json(json!({ "groups": groups })).into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
 }

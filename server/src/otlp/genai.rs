@@ -35,6 +35,8 @@ use sightline_detect::logprobs::parse_logprobs;
 use sightline_storage::{AttrValue, Attributes, GenAiFields, QualityFields, SpanEvent};
 
 pub mod content;
+pub mod log_events;
+pub mod prompt;
 
 pub use content::{
     DOCUMENTS_KEY, LOGPROBS_KEY, OUTPUT_MESSAGES_KEY, answer_text, documents, logprobs_text,

@@ -151,6 +151,17 @@ pub struct ProvenanceArgs {
     /// Only answers with sentences no document supports (provenance).
     #[arg(long)]
     pub unsupported: bool,
+    /// Only answers served on this route (app.route / http.route).
+    #[arg(long)]
+    pub route: Option<String>,
+    /// Only answers made from this prompt template (its name as `--by prompt_template` shows
+    /// it).
+    #[arg(long)]
+    pub prompt_template: Option<String>,
+    /// Count the answers per model, route, prompt_template, service or provider
+    /// (provenance).
+    #[arg(long, value_parser = ["model", "route", "prompt_template", "service", "provider"])]
+    pub by: Option<String>,
     /// Only the last DURATION [default: the hour before --end].
     #[arg(long)]
     pub since: Option<String>,
@@ -163,7 +174,7 @@ pub struct ProvenanceArgs {
     /// service.name.
     #[arg(long)]
     pub service: Option<String>,
-    /// gen_ai.request.model.
+    /// The request or the response model (gen_ai.request.model, gen_ai.response.model).
     #[arg(long)]
     pub model: Option<String>,
     /// gen_ai.provider.name.

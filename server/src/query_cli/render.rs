@@ -417,6 +417,41 @@ pub fn provenance(v: &Value) -> String {
     columns(&header, &rows)
 }
 
+/// `/api/v1/quality/provenance/groups`: one row per group.
+pub fn provenance_groups(v: &Value) -> String {
+    let header: Vec<String> = [
+        "group",
+        "answers",
+        "with unsupported",
+        "share",
+        "unsupported sentences",
+        "mean index",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = v["groups"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|g| {
+            let group = g["group"].as_str().unwrap_or("");
+            vec![
+                if group.is_empty() { "(none)" } else { group }.to_owned(),
+                g["answers"].to_string(),
+                g["answers_with_unsupported_sentences"].to_string(),
+                num(&g["unsupported_share"]),
+                g["unsupported_sentences"].to_string(),
+                num(&g["mean_hallucination_index"]),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "no scored answers in the range\n".into();
+    }
+    columns(&header, &rows)
+}
+
 /// `/api/v1/quality/documents`: usage per document, then the retrieval summary.
 pub fn documents(v: &Value) -> String {
     let header: Vec<String> = [
@@ -461,6 +496,19 @@ pub fn documents(v: &Value) -> String {
         num(&r["mean_supporting_documents"]),
         num(&r["used_share"]),
         r["answers_with_unsupported_sentences"]
+    ));
+    let sc = &r["scores"];
+    out.push_str(&format!(
+        "{} retrievals: {} chunks each, {} used, on average; retriever scores of {} chunks: min {} median {} max {} (used chunks' median {}, unused {})\n",
+        r["retrievals"],
+        num(&r["mean_chunks_per_retrieval"]),
+        num(&r["mean_chunks_used_per_retrieval"]),
+        sc["count"],
+        num(&sc["min"]),
+        num(&sc["median"]),
+        num(&sc["max"]),
+        num(&r["used_scores"]["median"]),
+        num(&r["unused_scores"]["median"]),
     ));
     out
 }

@@ -22,15 +22,15 @@ use serde_json::Value;
 use crate::common::{ServerProcess, http, openlit_python, python};
 
 /// One call as the client script reports it.
-struct Call {
-    trace_id: String,
-    span_id: String,
-    answer: String,
+pub(crate) struct Call {
+    pub(crate) trace_id: String,
+    pub(crate) span_id: String,
+    pub(crate) answer: String,
     /// Per token: (token, sampled logprob, alternatives' logprobs).
     tokens: Vec<(String, f64, Vec<f64>)>,
 }
 
-fn run_client(py: &std::path::Path, library: &str, s: &ServerProcess) -> Vec<Call> {
+pub(crate) fn run_client(py: &std::path::Path, library: &str, s: &ServerProcess) -> Vec<Call> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/llm_client.py");
     let out = Command::new(py)
         .arg(script)
@@ -82,14 +82,14 @@ fn entropy(top: &[f64]) -> f64 {
     -p.iter().map(|&x| (x / sum) * (x / sum).ln()).sum::<f64>()
 }
 
-fn get_json(s: &ServerProcess, path: &str) -> Value {
+pub(crate) fn get_json(s: &ServerProcess, path: &str) -> Value {
     let r = http(s.http, "GET", path, &[], b"").unwrap();
     assert_eq!(r.status, 200, "{path}: {}", r.text());
     serde_json::from_slice(&r.body).unwrap()
 }
 
 /// The stored span `call` names, from the trace view.
-fn span_of(s: &ServerProcess, call: &Call) -> Value {
+pub(crate) fn span_of(s: &ServerProcess, call: &Call) -> Value {
     let t = get_json(s, &format!("/api/v1/traces/{}", call.trace_id));
     t["data"]["spans"]
         .as_array()
@@ -100,7 +100,7 @@ fn span_of(s: &ServerProcess, call: &Call) -> Value {
         .clone()
 }
 
-fn server(dir: &std::path::Path) -> ServerProcess {
+pub(crate) fn server(dir: &std::path::Path) -> ServerProcess {
     ServerProcess::start(&dir.join("data"), &[], dir.join("server.log"))
 }
 
@@ -259,7 +259,7 @@ fn assert_found_and_empty_says_why(py: &std::path::Path, library: &str) {
 
 /// The evaluation span of `llm_span` in `trace`, waiting for the assembler (it evaluates a
 /// trace once it has been quiet for the settle time).
-fn evaluation_of(s: &ServerProcess, trace: &str, llm_span: &str) -> Value {
+pub(crate) fn evaluation_of(s: &ServerProcess, trace: &str, llm_span: &str) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let t = get_json(s, &format!("/api/v1/traces/{trace}"));
@@ -279,7 +279,7 @@ fn evaluation_of(s: &ServerProcess, trace: &str, llm_span: &str) -> Value {
     }
 }
 
-fn ids(v: &Value) -> Vec<String> {
+pub(crate) fn ids(v: &Value) -> Vec<String> {
     let mut out: Vec<String> = v
         .as_array()
         .unwrap_or_else(|| panic!("not an array: {v}"))
@@ -452,7 +452,7 @@ fn a_langchain_retriever_and_an_openai_call_are_assembled_into_a_hallucination_i
 }
 
 /// An OTLP/JSON export of one span of trace `trace` (hex) with `attrs` (JSON key-values).
-fn one_span_json(
+pub(crate) fn one_span_json(
     trace: &str,
     span: &str,
     parent: Option<&str>,
@@ -473,7 +473,7 @@ fn one_span_json(
     .into_bytes()
 }
 
-fn kv(k: &str, v: &str) -> String {
+pub(crate) fn kv(k: &str, v: &str) -> String {
     format!(
         r#"{{"key":"{k}","value":{{"stringValue":{}}}}}"#,
         serde_json::to_string(v).unwrap()

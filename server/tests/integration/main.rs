@@ -19,6 +19,7 @@ mod disk_full;
 mod hardening;
 mod ingest_bombs;
 mod llm_clients;
+mod llm_context;
 mod loki_api;
 mod openapi;
 mod prometheus_api;

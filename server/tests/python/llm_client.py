@@ -13,13 +13,20 @@ framework's instrumentation would make it; the retriever and the chat span are s
 `clients/python/sightline_logprobs.py`, which records the logprobs the library does not),
 `openlit` (`openlit.init`, which reuses the application's tracer provider; its events go to
 the same OTLP endpoint as log records) or `openlit-logprobs` (OpenLIT with that HTTP client;
-OpenLIT needs openai < 3, so these two run in the venv of `requirements-openlit.txt`). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
-answer is grounded in the test's documents, one that contradicts them. Prints one JSON line:
+OpenLIT needs openai < 3, so these two run in the venv of `requirements-openlit.txt`),
+`openai-v2-events-rag` (the RAG pipeline with openai-v2 instead of OpenInference for the chat
+call, content captured as log records only: `EVENT_ONLY`, exported over OTLP/HTTP logs) or
+`openai-v2-tools` (openai-v2 with content on spans; the conversation holds a tool call and its
+result, and no retriever runs). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
+answer is grounded in the test's documents, one that contradicts them. The RAG pipelines run
+under a request span with `http.route` `/ask`, and `openinference-rag` makes its call inside
+OpenInference's `using_prompt_template` (template `RAG_TEMPLATE`, version `v1`). Prints one JSON line:
 `{"calls": [{"trace_id", "span_id", "answer", "logprobs": [{"token", "logprob", "top": [..]}]}]}`
 with the ids of the LLM span each call produced (read from an in-memory exporter next to the
 OTLP one) and the logprobs the SDK received.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -28,9 +35,12 @@ import tempfile
 import time
 
 LIBRARY, ENDPOINT = sys.argv[1], sys.argv[2]
+RAG_TEMPLATE = "Answer from the retrieved context.\n{context}"
 if LIBRARY.startswith("openai-v2"):
     os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = (
+        "EVENT_ONLY" if LIBRARY == "openai-v2-events-rag" else "SPAN_ONLY"
+    )
 
 from opentelemetry import trace  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
@@ -52,7 +62,7 @@ if LIBRARY in ("openinference", "openinference-rag"):
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=provider)
-if LIBRARY == "openinference-rag":
+if LIBRARY in ("openinference-rag", "openai-v2-events-rag"):
     from langchain_core.documents import Document
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langchain_core.vectorstores import InMemoryVectorStore
@@ -67,10 +77,24 @@ if LIBRARY == "openinference-rag":
         ]
     )
     retriever = store.as_retriever(search_kwargs={"k": 2})
+log_provider = None
+if LIBRARY.startswith("openlit") or LIBRARY == "openai-v2-events-rag":
+    from opentelemetry._logs import set_logger_provider
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    # As a user configures it: GenAI events are log records correlated to the chat span,
+    # exported to the same OTLP endpoint.
+    log_provider = LoggerProvider(resource=provider.resource)
+    log_provider.add_log_record_processor(
+        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{ENDPOINT}/v1/logs"))
+    )
+    set_logger_provider(log_provider)
 if LIBRARY.startswith("openai-v2"):
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
-    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    OpenAIInstrumentor().instrument(tracer_provider=provider, logger_provider=log_provider)
 if LIBRARY.startswith("openlit"):
     import openlit
 
@@ -78,26 +102,24 @@ if LIBRARY.startswith("openlit"):
     no_pricing = os.path.join(tempfile.mkdtemp(), "pricing.json")
     with open(no_pricing, "w") as f:
         f.write("{}")
-    from opentelemetry._logs import set_logger_provider
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
-
     # As a user configures it: OpenLIT reuses the application's tracer and logger providers
-    # (its events are log records correlated to the chat span) and sends its metrics to the
-    # same OTLP endpoint.
-    log_provider = LoggerProvider(resource=provider.resource)
-    log_provider.add_log_record_processor(
-        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{ENDPOINT}/v1/logs"))
-    )
-    set_logger_provider(log_provider)
+    # and sends its metrics to the same OTLP endpoint.
     openlit.init(
         otlp_endpoint=ENDPOINT,
         application_name=f"rag-{LIBRARY}",
         disable_batch=True,
         pricing_json=no_pricing,
     )
-KNOWN = ("openinference", "openinference-rag", "openai-v2", "openai-v2-logprobs", "openlit", "openlit-logprobs")
+KNOWN = (
+    "openinference",
+    "openinference-rag",
+    "openai-v2",
+    "openai-v2-logprobs",
+    "openai-v2-events-rag",
+    "openai-v2-tools",
+    "openlit",
+    "openlit-logprobs",
+)
 if LIBRARY not in KNOWN:
     sys.exit(f"unknown library {LIBRARY}")
 
@@ -125,20 +147,41 @@ try:
     calls = []
     for question in ["How tall is the Eiffel Tower?", "Please contradict: how tall is it?"]:
         seen.clear()
-        with trace.get_tracer("web").start_as_current_span("POST /ask"):
+        with trace.get_tracer("web").start_as_current_span(
+            "POST /ask", attributes={"http.route": "/ask", "http.request.method": "POST"}
+        ):
             context = "Answer from the retrieved context."
+            messages = [{"role": "user", "content": question}]
             if retriever is not None:
                 docs = retriever.invoke(question)
-                context += "\n" + "\n".join(d.page_content for d in docs)
-            r = client.chat.completions.create(
-                model="gpt-4o",
-                messages=[
-                    {"role": "system", "content": context},
-                    {"role": "user", "content": question},
-                ],
-                logprobs=True,
-                top_logprobs=3,
-            )
+                context = RAG_TEMPLATE.format(context="\n".join(d.page_content for d in docs))
+            if LIBRARY == "openai-v2-tools":
+                context = "Answer from the tool results."
+                call = {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "landmark_facts", "arguments": '{"name": "Eiffel Tower"}'},
+                }
+                messages += [
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {
+                        "role": "tool",
+                        "tool_call_id": "call_1",
+                        "content": "The Eiffel Tower is 330 metres tall and stands in Paris.",
+                    },
+                ]
+            messages.insert(0, {"role": "system", "content": context})
+            template = contextlib.nullcontext()
+            if LIBRARY == "openinference-rag":
+                from openinference.instrumentation import using_prompt_template
+
+                template = using_prompt_template(
+                    template=RAG_TEMPLATE, variables={"context": "..."}, version="v1"
+                )
+            with template:
+                r = client.chat.completions.create(
+                    model="gpt-4o", messages=messages, logprobs=True, top_logprobs=3
+                )
         llm = [s for s in seen.get_finished_spans() if s.attributes.get("gen_ai.request.model") == "gpt-4o" or s.attributes.get("openinference.span.kind") == "LLM"]
         if len(llm) != 1:
             sys.exit(f"expected one LLM span per call, got {len(llm)}")
@@ -159,7 +202,7 @@ try:
             }
         )
     provider.shutdown()
-    if LIBRARY.startswith("openlit"):
+    if log_provider is not None:
         log_provider.shutdown()
     print(json.dumps({"calls": calls}))
 finally:

@@ -259,6 +259,16 @@ pub fn answer_text(attrs: &Attributes, events: &[SpanEvent]) -> Option<String> {
 
 /// The documents a span retrieved, in any of the dialects of the module docs.
 pub fn documents(attrs: &Attributes) -> Vec<RetrievedDocument> {
+    scored_documents(attrs)
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect()
+}
+
+/// The documents a span retrieved with the retriever's score of each, when it gave one
+/// (`score` of `gen_ai.retrieval.documents` items, OpenInference
+/// `retrieval.documents.<i>.document.score`).
+pub fn scored_documents(attrs: &Attributes) -> Vec<(RetrievedDocument, Option<f64>)> {
     let mut docs = Vec::new();
     if let Some(Value::Array(items)) = find(attrs, DOCUMENTS_KEY).and_then(json_value) {
         for (i, d) in items.iter().enumerate() {
@@ -271,11 +281,18 @@ pub fn documents(attrs: &Attributes) -> Vec<RetrievedDocument> {
                 Some(Value::Number(n)) => n.to_string(),
                 _ => i.to_string(),
             };
+            let score = d
+                .get("score")
+                .and_then(Value::as_f64)
+                .filter(|s| s.is_finite());
             if let Some(text) = text {
-                docs.push(RetrievedDocument {
-                    id,
-                    text: text.to_owned(),
-                });
+                docs.push((
+                    RetrievedDocument {
+                        id,
+                        text: text.to_owned(),
+                    },
+                    score,
+                ));
             }
         }
     }
@@ -298,10 +315,19 @@ pub fn documents(attrs: &Attributes) -> Vec<RetrievedDocument> {
                     same.then(|| d.get("id").and_then(Value::as_str).map(str::to_owned))?
                 })
                 .unwrap_or_else(|| idx.to_string());
-            docs.push(RetrievedDocument {
-                id,
-                text: text.to_owned(),
-            });
+            let score = match find(attrs, &format!("retrieval.documents.{idx}.document.score")) {
+                Some(AttrValue::Double(d)) if d.is_finite() => Some(*d),
+                Some(AttrValue::Int(i)) => Some(*i as f64),
+                Some(AttrValue::Str(s)) => s.trim().parse::<f64>().ok().filter(|d| d.is_finite()),
+                _ => None,
+            };
+            docs.push((
+                RetrievedDocument {
+                    id,
+                    text: text.to_owned(),
+                },
+                score,
+            ));
         }
     }
     docs
@@ -439,6 +465,8 @@ mod tests {
         assert_eq!(ids, ["doc-a", "doc-b"]);
         assert_eq!(d[0].text, "first");
         assert!(has_documents(&a));
+        let scores: Vec<Option<f64>> = scored_documents(&a).into_iter().map(|(_, s)| s).collect();
+        assert_eq!(scores, [Some(0.9), None]);
     }
 
     #[test]
