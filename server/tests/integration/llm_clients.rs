@@ -124,6 +124,26 @@ fn openinference_openai_spans_get_entropy_tokens_and_models() {
     let groups = series["series"].as_array().unwrap();
     assert_eq!(groups.len(), 1, "{series}");
     assert_eq!(groups[0]["group"], "gpt-4o", "{series}");
+    // And by the dated model that answered (OpenInference's llm.model_name).
+    let series = get_json(
+        &s,
+        "/api/v1/quality?metric=token_entropy_mean&by=model&model=gpt-4o-2024-08-06&step=1h",
+    );
+    assert_eq!(series["series"][0]["group"], "gpt-4o", "{series}");
+    let found = get_json(
+        &s,
+        "/api/v1/traces/search?group=spans&model=gpt-4o-2024-08-06",
+    );
+    let mut spans: Vec<&str> = found["data"]["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|sp| sp["span_id"].as_str().unwrap())
+        .collect();
+    spans.sort_unstable();
+    let mut want: Vec<&str> = calls.iter().map(|c| c.span_id.as_str()).collect();
+    want.sort_unstable();
+    assert_eq!(spans, want, "{found}");
 }
 
 /// The GenAI columns of a chat span of the fake server, whatever the library's dialect.

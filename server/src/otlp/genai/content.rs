@@ -5,9 +5,12 @@
 //! |---|---|
 //! | answer | `gen_ai.output.messages` (GenAI semconv 1.37+, JSON text or structured: `parts[].content` of text parts, or a message's `content`); OpenInference `llm.output_messages.<i>.message.content` / `.message.contents.<j>.message_content.text`; OpenLLMetry `gen_ai.completion.<i>.content`; `gen_ai.completion`; events `gen_ai.client.inference.operation.details` (`gen_ai.output.messages`) and `gen_ai.choice` (`message`, `content`); OpenInference `output.value` of an `LLM` span (a chat completion's `choices[].message.content`, or the text itself when `output.mime_type` is not JSON) |
 //! | logprobs | `gen_ai.response.logprobs` on the span or on a `gen_ai.choice` / `gen_ai.response.logprobs` event (`gen_ai.response.logprobs` or `logprobs`); OpenInference `output.value` (a chat completion's `choices[0].logprobs`) |
-//! | documents | `gen_ai.retrieval.documents` (`[{"id", "text" or "content"}]`); OpenInference `retrieval.documents.<i>.document.{id,content}` (an id missing there is taken from the `documents` of `output.value`, where LangChain's retrievers put it) |
+//! | documents | `gen_ai.retrieval.documents` (`[{"id", "text" or "content", "score"}]`); OpenInference `retrieval.documents.<i>.document.{id,content,score}` (an id missing there is taken from the `documents` of `output.value`, where LangChain's retrievers put it) |
 //!
-//! Every reader is bounded by what the span holds (attribute sizes are limited at ingest).
+//! Events may be span events or GenAI log records correlated to the span
+//! ([`super::log_events`]). Prompts, system instructions and tool results are read by
+//! [`super::prompt`]. Every reader is bounded by what the span holds (attribute sizes are
+//! limited at ingest).
 
 use serde_json::Value;
 use sightline_detect::hallucination::RetrievedDocument;
