@@ -16,7 +16,7 @@ add("/api/v1/traces/{trace_id}", ["get"], "native", "Trace by id: every span wit
     {"200": {"description": "The trace"}, "400": {"description": "Bad id"}, "401": {"description": "Unauthorized"}, "404": {"description": "No such trace in this tenant"}})
 common = [q("start", "Unix seconds (fractions allowed)"), q("end", "Unix seconds"), q("service", "service.name equals"), q("name", "span name equals"), q("status", "unset, ok or error"),
           q("kind", "server, client, internal, producer, consumer, unspecified"),
-          q("min_duration", "inclusive; 250ms, 1.5s, 1m30s or integer nanoseconds"), q("max_duration", "inclusive"), q("model", "gen_ai.request.model equals"), q("provider", "gen_ai.provider.name equals"), q("operation", "gen_ai.operation.name equals")]
+          q("min_duration", "inclusive; 250ms, 1.5s, 1m30s or integer nanoseconds"), q("max_duration", "inclusive"), q("model", "gen_ai.request.model or gen_ai.response.model equals"), q("provider", "gen_ai.provider.name equals"), q("operation", "gen_ai.operation.name equals")]
 for b in ["input_tokens", "output_tokens", "entropy_mean", "entropy_max", "hallucination"]:
     common += [q("min_" + b, "inclusive bound", typ="number"), q("max_" + b, "inclusive bound", typ="number")]
 common += [q("attr", "key=value, key!=value, key=~regex, key!~regex (repeatable)"), q("span_attr", "as attr, span attributes only"), q("resource_attr", "as attr, resource attributes only"),
@@ -29,13 +29,13 @@ qrange = [q("start", "RFC 3339, Unix seconds or nanoseconds (default: an hour be
 add("/api/v1/quality", ["get"], "native", "LLM quality over time per group: token entropy, hallucination index, low-confidence tokens, context expansion, cache hit ratio", Q,
     [q("metric", "token_entropy_mean, hallucination_index, low_confidence_tokens, context_expansion or cache_hit_ratio", required=True),
      q("by", "model (default), provider, operation, service, route (span attribute app.route) or attr.<key>")] + qrange +
-    [q("step", "bucket width (default 60s)"), q("service", "service.name equals"), q("model", "gen_ai.request.model equals"), q("provider", "gen_ai.provider.name equals")])
+    [q("step", "bucket width (default 60s)"), q("service", "service.name equals"), q("model", "gen_ai.request.model or gen_ai.response.model equals"), q("provider", "gen_ai.provider.name equals")])
 add("/api/v1/quality/tokens", ["get"], "native", "Token-level view of one response: each token's logprob, entropy and alternatives from its stored gen_ai.response.logprobs", Q,
     [q("trace_id", "32 hex digits", required=True), q("span_id", "16 hex digits", required=True)],
     {"200": {"description": "The tokens"}, "400": {"description": "Bad ids"}, "401": {"description": "Unauthorized"}, "404": {"description": "No such span or no logprobs"}, "422": {"description": "Stored logprobs cannot be scored"}})
 add("/api/v1/quality/values", ["get"], "native", "Distinct values of model, provider, operation, service or route among stored spans (template variables)", Q,
     [q("field", "model, provider, operation, service or route", required=True)] + qrange)
-pfilters = qrange + [q("service", "service.name equals"), q("model", "gen_ai.request.model equals"), q("provider", "gen_ai.provider.name equals"), q("limit", "1..10000 (default 100)", typ="integer")]
+pfilters = qrange + [q("service", "service.name equals"), q("model", "gen_ai.request.model or gen_ai.response.model equals"), q("provider", "gen_ai.provider.name equals"), q("limit", "1..10000 (default 100)", typ="integer")]
 pselect = [q("document", "only answers whose context held this document id"), q("unsupported", "true: only answers with unsupported sentences", typ="boolean"),
            q("route", "only answers served on this route (app.route / http.route of the answer or its nearest ancestor)"), q("prompt_template", "only answers made from this prompt template (its name as the evaluation records it)")]
 add("/api/v1/quality/provenance", ["get"], "native", "RAG provenance: the scored answers (newest first) whose context held a document, or that have unsupported sentences, with their supporting documents and, per sentence, the supporting passage (document id, character span, coverage, retriever score) or none", Q,

@@ -116,24 +116,32 @@ impl GroupKey {
 pub struct SpanFilters {
     /// `service.name`.
     pub service: Option<String>,
-    /// `gen_ai.request.model`.
+    /// `gen_ai.request.model` or `gen_ai.response.model` (a request for `gpt-4o` answered by
+    /// `gpt-4o-2024-08-06` is found by either name).
     pub model: Option<String>,
     /// `gen_ai.provider.name`.
     pub provider: Option<String>,
 }
 
 impl SpanFilters {
+    /// The storage predicates of the filters: an equality matcher each for `service` and
+    /// `provider`, and for `model` a [`Predicate::AnyOf`] of the request and the response
+    /// model.
     pub(crate) fn predicates(&self) -> Vec<Predicate> {
+        let eq = |k: &str, v: &Option<String>| v.as_ref().map(|v| Matcher::eq(k, v.clone()));
+        let model = self.model.as_ref().map(|v| {
+            Predicate::AnyOf(vec![
+                Matcher::eq("gen_ai.request.model", v.clone()),
+                Matcher::eq("gen_ai.response.model", v.clone()),
+            ])
+        });
         [
-            ("service.name", &self.service),
-            ("gen_ai.request.model", &self.model),
-            ("gen_ai.provider.name", &self.provider),
+            eq("service.name", &self.service).map(Predicate::Attr),
+            model,
+            eq("gen_ai.provider.name", &self.provider).map(Predicate::Attr),
         ]
         .into_iter()
-        .filter_map(|(k, v)| {
-            v.as_ref()
-                .map(|v| Predicate::Attr(Matcher::eq(k, v.clone())))
-        })
+        .flatten()
         .collect()
     }
 }

@@ -44,7 +44,7 @@ pub use model::{
     AttrValue, Attributes, GenAiFields, LogRecord, MetricBatch, MetricKind, QualityFields, Sample,
     SeriesDef, SpanEvent, SpanKind, SpanLink, SpanRecord, StatusCode,
 };
-pub use predicate::{MatchOp, Matcher, Predicate, ScanRequest};
+pub use predicate::{MAX_ANY_OF, MatchOp, Matcher, Predicate, ScanRequest};
 pub use segment::{ScanStats, SegmentWriteOptions};
 pub use store::{OpenReport, ScanResult, Store, StoreStats};
 pub use types::{

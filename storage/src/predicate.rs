@@ -116,7 +116,13 @@ pub enum Predicate {
     TraceId(TraceId),
     /// Log bodies matching a full-text query (logs only).
     FullText(String),
+    /// Rows that at least one of the matchers accepts (spans and logs; at most
+    /// [`MAX_ANY_OF`] matchers). Model filters use it to match a request or a response model.
+    AnyOf(Vec<Matcher>),
 }
+
+/// Most matchers one [`Predicate::AnyOf`] may hold.
+pub const MAX_ANY_OF: usize = 16;
 
 /// What to read: the rows of one tenant and signal in a time range that satisfy every predicate.
 #[derive(Clone, Debug)]
@@ -203,6 +209,17 @@ impl ScanRequest {
                     return Err(StorageError::InvalidQuery(
                         "metric samples carry no trace id".into(),
                     ));
+                }
+                Predicate::AnyOf(_) if self.signal == Signal::Samples => {
+                    return Err(StorageError::InvalidQuery(
+                        "alternatives of matchers apply to spans and logs only".into(),
+                    ));
+                }
+                Predicate::AnyOf(ms) if ms.is_empty() || ms.len() > MAX_ANY_OF => {
+                    return Err(StorageError::InvalidQuery(format!(
+                        "an alternative needs 1 to {MAX_ANY_OF} matchers, got {}",
+                        ms.len()
+                    )));
                 }
                 _ => {}
             }
@@ -320,10 +337,40 @@ pub(crate) fn predicate_columns(signal: Signal, p: &Predicate) -> Vec<&'static s
             None => vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES],
         },
         Predicate::TraceId(_) => vec![col::TRACE_ID],
+        Predicate::AnyOf(ms) => {
+            let mut cols = Vec::new();
+            for m in ms {
+                for c in predicate_columns(signal, &Predicate::Attr(m.clone())) {
+                    if !cols.contains(&c) {
+                        cols.push(c);
+                    }
+                }
+            }
+            cols
+        }
         // Answered by the text indexes (tantivy per segment, in memory for memtables), never
         // by reading bodies.
         Predicate::FullText(_) => Vec::new(),
     }
+}
+
+/// Evaluates a [`Predicate::AnyOf`]: a row passes when any matcher accepts it.
+pub(crate) fn eval_any_of(
+    batch: &RecordBatch,
+    signal: Signal,
+    matchers: &[Matcher],
+) -> Result<BooleanArray> {
+    let n = batch.num_rows();
+    let mut acc = BooleanArray::new(arrow_buffer::BooleanBuffer::new_unset(n), None);
+    for m in matchers {
+        let mask = eval_matcher(batch, signal, m)?;
+        let values = match mask.nulls() {
+            Some(nulls) => mask.values() & nulls.inner(),
+            None => mask.values().clone(),
+        };
+        acc = BooleanArray::new(acc.values() | &values, None);
+    }
+    Ok(acc)
 }
 
 /// ANDs boolean masks.
@@ -380,5 +427,99 @@ mod tests {
         let nre = Matcher::new("k", MatchOp::NotRegex, "a|b").expect("ok");
         assert!(nre.matches("c") && !nre.matches("a"));
         assert!(Matcher::new("k", MatchOp::Regex, "(").is_err());
+    }
+
+    fn span(n: u8, request: Option<&str>, response: Option<&str>) -> crate::SpanRecord {
+        let mut s = crate::SpanRecord::new(
+            TraceId([n; 16]),
+            crate::SpanId([n; 8]),
+            "svc",
+            "chat",
+            crate::UnixNanos(1),
+            crate::UnixNanos(2),
+        );
+        s.gen_ai.request_model = request.map(str::to_owned);
+        s.gen_ai.response_model = response.map(str::to_owned);
+        s
+    }
+
+    fn any_of(batch: &RecordBatch, ms: &[Matcher]) -> Vec<bool> {
+        let mask = eval_any_of(batch, Signal::Spans, ms).expect("eval");
+        assert_eq!(mask.null_count(), 0);
+        mask.values().iter().collect()
+    }
+
+    #[test]
+    fn any_of_is_the_or_of_its_matchers() {
+        let batch = crate::columnar::spans_to_batch(&[
+            span(1, Some("gpt-4o"), Some("gpt-4o-2024-08-06")),
+            span(2, Some("gpt-4o-mini"), Some("gpt-4o-mini-2024-07-18")),
+            span(3, None, Some("gpt-4o")),
+            span(4, None, None),
+        ])
+        .expect("batch");
+        let model = |v: &str| {
+            vec![
+                Matcher::eq("gen_ai.request.model", v),
+                Matcher::eq("gen_ai.response.model", v),
+            ]
+        };
+        assert_eq!(any_of(&batch, &model("gpt-4o")), [true, false, true, false]);
+        assert_eq!(
+            any_of(&batch, &model("gpt-4o-2024-08-06")),
+            [true, false, false, false]
+        );
+        // A missing (null) value is "", as for a single matcher.
+        let ne = Matcher::new("gen_ai.request.model", MatchOp::NotEq, "gpt-4o").expect("ne");
+        assert_eq!(any_of(&batch, &[ne]), [false, true, true, true]);
+        let re = Matcher::new("gen_ai.response.model", MatchOp::Regex, ".*-07-18").expect("re");
+        let attr = Matcher::eq("user.id", "nobody");
+        assert_eq!(any_of(&batch, &[attr, re]), [false, true, false, false]);
+        // One matcher alone is that matcher.
+        for m in model("gpt-4o") {
+            let one = eval_matcher(&batch, Signal::Spans, &m).expect("eval");
+            assert_eq!(
+                any_of(&batch, std::slice::from_ref(&m)),
+                one.iter().map(|v| v == Some(true)).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn any_of_needs_one_to_max_matchers_on_spans_or_logs() {
+        let t = TenantId::new("t").expect("tenant");
+        let req = |signal, n: usize| {
+            let ms = (0..n).map(|i| Matcher::eq("k", i.to_string())).collect();
+            ScanRequest::new(t.clone(), signal, TimeRange::ALL).with(Predicate::AnyOf(ms))
+        };
+        for signal in [Signal::Spans, Signal::Logs] {
+            assert!(req(signal, 1).validate().is_ok());
+            assert!(req(signal, MAX_ANY_OF).validate().is_ok());
+            for n in [0, MAX_ANY_OF + 1] {
+                let e = req(signal, n).validate().expect_err("refused");
+                assert!(matches!(e, StorageError::InvalidQuery(_)), "{e}");
+            }
+        }
+        let e = req(Signal::Samples, 1).validate().expect_err("refused");
+        assert!(e.to_string().contains("spans and logs only"), "{e}");
+    }
+
+    #[test]
+    fn any_of_reads_the_columns_of_every_matcher() {
+        let p = Predicate::AnyOf(vec![
+            Matcher::eq("gen_ai.request.model", "a"),
+            Matcher::eq("gen_ai.response.model", "a"),
+            Matcher::eq("user.id", "a"),
+            Matcher::eq("gen_ai.request.model", "b"),
+        ]);
+        assert_eq!(
+            predicate_columns(Signal::Spans, &p),
+            [
+                col::GEN_AI_REQUEST_MODEL,
+                col::GEN_AI_RESPONSE_MODEL,
+                col::ATTRIBUTES,
+                col::RESOURCE_ATTRIBUTES
+            ]
+        );
     }
 }

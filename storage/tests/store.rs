@@ -13,6 +13,8 @@ use sightline_storage::{
     TenantId, TimeRange, TraceId, UnixNanos,
 };
 
+#[path = "store/any_of.rs"]
+mod any_of;
 #[path = "store/deadline.rs"]
 mod deadline;
 #[path = "store/file_modes.rs"]

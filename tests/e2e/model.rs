@@ -40,6 +40,8 @@ enum Filter {
     UserEq(u8),
     /// `gen_ai.request.model = <model>` (promoted column).
     ModelEq(usize),
+    /// `gen_ai.request.model = <a>` or `gen_ai.response.model = <b>-2026` (alternatives).
+    ModelAny(usize, usize),
     /// `service.name != gateway` (negative: no postings).
     ServiceNe,
     /// `name =~ op-[01]` (regex over postings values).
@@ -68,6 +70,10 @@ impl Filter {
         match self {
             Filter::UserEq(k) => m("user.id", MatchOp::Eq, &format!("u{k}")),
             Filter::ModelEq(k) => m("gen_ai.request.model", MatchOp::Eq, MODELS[*k]),
+            Filter::ModelAny(a, b) => Predicate::AnyOf(vec![
+                Matcher::eq("gen_ai.request.model", MODELS[*a]),
+                Matcher::eq("gen_ai.response.model", format!("{}-2026", MODELS[*b])),
+            ]),
             Filter::ServiceNe => m("service.name", MatchOp::NotEq, "gateway"),
             Filter::NameRegex => m("name", MatchOp::Regex, "op-[01]"),
             Filter::NameNotRegex => m("name", MatchOp::NotRegex, "op-[01]"),
@@ -123,6 +129,7 @@ fn filter_strategy() -> impl Strategy<Value = Filter> {
     prop_oneof![
         (0u8..8).prop_map(Filter::UserEq),
         (0..MODELS.len()).prop_map(Filter::ModelEq),
+        (0..MODELS.len(), 0..MODELS.len()).prop_map(|(a, b)| Filter::ModelAny(a, b)),
         Just(Filter::ServiceNe),
         Just(Filter::NameRegex),
         Just(Filter::NameNotRegex),
@@ -200,6 +207,7 @@ fn selects(p: &Predicate, s: &SpanRecord) -> bool {
     match p {
         Predicate::Attr(m) => m.matches(&value_of(s, &m.key)),
         Predicate::TraceId(t) => s.trace_id == *t,
+        Predicate::AnyOf(ms) => ms.iter().any(|m| m.matches(&value_of(s, &m.key))),
         Predicate::FullText(_) => unreachable!("spans have no full-text predicate"),
     }
 }

@@ -10,7 +10,9 @@
 //!   matches, whatever the operator;
 //! * an unscoped key (`.key`, or a native-API attribute filter) is looked up as storage does: the
 //!   promoted column when the key has one, else the span attributes, else the resource
-//!   attributes; `span.` and `resource.` restrict the lookup to one list.
+//!   attributes; `span.` and `resource.` restrict the lookup to one list;
+//! * an alternative ([`Cond::Any`], built by [`Cond::any`] from string conditions) holds when
+//!   any of its conditions holds (the native API's `model` filter: request or response model).
 
 use arrow_array::{
     Array, BooleanArray, FixedSizeBinaryArray, Float64Array, Int64Array, MapArray, RecordBatch,
@@ -19,7 +21,7 @@ use arrow_array::{
 use sightline_storage::model::AttrKind;
 use sightline_storage::predicate::span_kind_name;
 use sightline_storage::schema::{self, col};
-use sightline_storage::{AttrValue, MatchOp, Matcher, Predicate, Signal, StatusCode};
+use sightline_storage::{AttrValue, MAX_ANY_OF, MatchOp, Matcher, Predicate, Signal, StatusCode};
 
 use crate::error::{QueryError, Result};
 
@@ -112,6 +114,11 @@ pub enum Cond {
         /// Right-hand side.
         value: f64,
     },
+    /// Any of these conditions: the OR of the alternatives. [`Cond::any`] builds it from 1 to
+    /// [`MAX_ANY_OF`] string conditions ([`Cond::Str`]); storage then evaluates it as one
+    /// [`Predicate::AnyOf`] when every alternative pushes down. Other contents are evaluated
+    /// here (an empty `Any` holds for no span).
+    Any(Vec<Cond>),
 }
 
 impl Cond {
@@ -130,6 +137,22 @@ impl Cond {
             op,
             value,
         }
+    }
+
+    /// Any of `alternatives` (1 to [`MAX_ANY_OF`] string conditions).
+    pub fn any(alternatives: Vec<Cond>) -> Result<Self> {
+        if alternatives.is_empty() || alternatives.len() > MAX_ANY_OF {
+            return Err(QueryError::BadRequest(format!(
+                "an alternative needs 1 to {MAX_ANY_OF} conditions, got {}",
+                alternatives.len()
+            )));
+        }
+        if !alternatives.iter().all(|c| matches!(c, Cond::Str { .. })) {
+            return Err(QueryError::BadRequest(
+                "alternatives must be string conditions".into(),
+            ));
+        }
+        Ok(Cond::Any(alternatives))
     }
 
     /// `status = <code>`.
@@ -176,19 +199,25 @@ fn numeric_source(scope: Scope, key: &str) -> Source {
 }
 
 impl Cond {
-    fn source(&self) -> Source {
+    /// Where the value is read from (`None` for an alternative, which reads its conditions').
+    fn source(&self) -> Option<Source> {
         match self {
-            Cond::Str { scope, matcher } => string_source(*scope, &matcher.key),
-            Cond::Num { scope, key, .. } => numeric_source(*scope, key),
+            Cond::Str { scope, matcher } => Some(string_source(*scope, &matcher.key)),
+            Cond::Num { scope, key, .. } => Some(numeric_source(*scope, key)),
+            Cond::Any(_) => None,
         }
     }
 
     /// The storage predicate that evaluates this condition exactly, when there is one (string
-    /// conditions whose lookup is the storage's own: promoted columns and unscoped attributes).
+    /// conditions whose lookup is the storage's own: promoted columns and unscoped attributes;
+    /// an alternative of 1 to [`MAX_ANY_OF`] such conditions, as [`Predicate::AnyOf`]).
     /// Storage then prunes with postings and evaluates it; the condition need not be checked
     /// again.
     pub fn pushdown(&self) -> Option<Predicate> {
-        match (self, self.source()) {
+        if let Cond::Any(alternatives) = self {
+            return Self::pushdown_any(alternatives);
+        }
+        match (self, self.source()?) {
             (Cond::Str { matcher, .. }, Source::Column(c)) => {
                 // Storage resolves the key itself; make sure it lands on the same column.
                 (schema::promoted_column(Signal::Spans, &matcher.key) == Some(c))
@@ -199,22 +228,58 @@ impl Cond {
         }
     }
 
-    /// Columns needed to evaluate the condition on a batch.
+    fn pushdown_any(alternatives: &[Cond]) -> Option<Predicate> {
+        if alternatives.is_empty() || alternatives.len() > MAX_ANY_OF {
+            return None;
+        }
+        let mut matchers = Vec::with_capacity(alternatives.len());
+        for c in alternatives {
+            match c.pushdown()? {
+                Predicate::Attr(m) => matchers.push(m),
+                _ => return None,
+            }
+        }
+        Some(Predicate::AnyOf(matchers))
+    }
+
+    /// Columns needed to evaluate the condition on a batch (for an alternative, the union of
+    /// its conditions').
     pub fn columns(&self) -> Vec<&'static str> {
         match self.source() {
-            Source::Column(c) => vec![c],
-            Source::SpanAttr => vec![col::ATTRIBUTES],
-            Source::ResourceAttr => vec![col::RESOURCE_ATTRIBUTES],
-            Source::AnyAttr => vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES],
+            Some(Source::Column(c)) => vec![c],
+            Some(Source::SpanAttr) => vec![col::ATTRIBUTES],
+            Some(Source::ResourceAttr) => vec![col::RESOURCE_ATTRIBUTES],
+            Some(Source::AnyAttr) => vec![col::ATTRIBUTES, col::RESOURCE_ATTRIBUTES],
+            None => {
+                let mut out: Vec<&'static str> = Vec::new();
+                if let Cond::Any(alternatives) = self {
+                    for c in alternatives.iter().flat_map(Cond::columns) {
+                        if !out.contains(&c) {
+                            out.push(c);
+                        }
+                    }
+                }
+                out
+            }
         }
     }
 
     /// Evaluates the condition on every row of a span batch holding [`Cond::columns`].
     pub fn eval(&self, batch: &RecordBatch) -> Result<BooleanArray> {
         let n = batch.num_rows();
-        let source = self.source();
         match self {
-            Cond::Str { matcher, .. } => {
+            Cond::Any(alternatives) => {
+                let mut acc = vec![false; n];
+                for c in alternatives {
+                    let mask = c.eval(batch)?;
+                    for (a, i) in acc.iter_mut().zip(0..mask.len()) {
+                        *a = *a || (mask.is_valid(i) && mask.value(i));
+                    }
+                }
+                Ok(BooleanArray::from(acc))
+            }
+            Cond::Str { scope, matcher } => {
+                let source = string_source(*scope, &matcher.key);
                 if let Source::Column(c) = source {
                     return eval_str_column(batch, c, matcher);
                 }
@@ -230,7 +295,13 @@ impl Cond {
                 }
                 Ok(out.into_iter().collect())
             }
-            Cond::Num { key, op, value, .. } => {
+            Cond::Num {
+                scope,
+                key,
+                op,
+                value,
+            } => {
+                let source = numeric_source(*scope, key);
                 if let Source::Column(c) = source {
                     return eval_num_column(batch, c, *op, *value);
                 }
@@ -453,4 +524,132 @@ pub fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a 
         .column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<T>())
         .ok_or_else(|| missing(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_storage::columnar::spans_to_batch;
+    use sightline_storage::{SpanId, SpanRecord, TraceId, UnixNanos};
+
+    fn span(n: u8, request: Option<&str>, response: Option<&str>, tier: &str) -> SpanRecord {
+        let mut s = SpanRecord::new(
+            TraceId([n; 16]),
+            SpanId([n; 8]),
+            "llm",
+            "chat",
+            UnixNanos(1),
+            UnixNanos(2),
+        );
+        s.gen_ai.request_model = request.map(str::to_owned);
+        s.gen_ai.response_model = response.map(str::to_owned);
+        s.attributes = vec![("tier".into(), AttrValue::Str(tier.into()))];
+        s
+    }
+
+    fn eq(scope: Scope, key: &str, v: &str) -> Cond {
+        Cond::string(scope, key, MatchOp::Eq, v).expect("cond")
+    }
+
+    fn model(v: &str) -> Cond {
+        Cond::any(vec![
+            eq(Scope::Any, "gen_ai.request.model", v),
+            eq(Scope::Any, "gen_ai.response.model", v),
+        ])
+        .expect("any")
+    }
+
+    fn mask(c: &Cond, batch: &RecordBatch) -> Vec<bool> {
+        let m = c.eval(batch).expect("eval");
+        (0..m.len()).map(|i| m.is_valid(i) && m.value(i)).collect()
+    }
+
+    #[test]
+    fn any_is_the_or_of_its_conditions_and_pushes_down_as_any_of() {
+        let batch = spans_to_batch(&[
+            span(1, Some("gpt-4o"), Some("gpt-4o-2024-08-06"), "pro"),
+            span(
+                2,
+                Some("gpt-4o-mini"),
+                Some("gpt-4o-mini-2024-07-18"),
+                "free",
+            ),
+            span(3, None, Some("gpt-4o"), "free"),
+        ])
+        .expect("batch");
+        let c = model("gpt-4o");
+        assert_eq!(mask(&c, &batch), [true, false, true]);
+        assert_eq!(
+            mask(&model("gpt-4o-2024-08-06"), &batch),
+            [true, false, false]
+        );
+        assert_eq!(mask(&model("none"), &batch), [false, false, false]);
+        assert_eq!(
+            c.columns(),
+            [col::GEN_AI_REQUEST_MODEL, col::GEN_AI_RESPONSE_MODEL]
+        );
+        match c.pushdown() {
+            Some(Predicate::AnyOf(ms)) => {
+                let got: Vec<(&str, &str)> = ms
+                    .iter()
+                    .map(|m| (m.key.as_str(), m.value.as_str()))
+                    .collect();
+                assert_eq!(
+                    got,
+                    [
+                        ("gen_ai.request.model", "gpt-4o"),
+                        ("gen_ai.response.model", "gpt-4o")
+                    ]
+                );
+            }
+            other => panic!("expected AnyOf, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn any_with_a_local_alternative_is_evaluated_here() {
+        let batch = spans_to_batch(&[
+            span(1, Some("gpt-4o"), None, "free"),
+            span(2, Some("claude-3"), None, "pro"),
+            span(3, Some("claude-3"), None, "free"),
+        ])
+        .expect("batch");
+        // `span.tier` is read from the span attributes only, which storage cannot do.
+        let c = Cond::any(vec![
+            eq(Scope::Any, "gen_ai.request.model", "gpt-4o"),
+            eq(Scope::Span, "tier", "pro"),
+        ])
+        .expect("any");
+        assert!(c.pushdown().is_none());
+        assert_eq!(c.columns(), [col::GEN_AI_REQUEST_MODEL, col::ATTRIBUTES]);
+        assert_eq!(mask(&c, &batch), [true, true, false]);
+        // Hand-built contents storage cannot take are evaluated here too.
+        assert!(Cond::Any(Vec::new()).pushdown().is_none());
+        assert_eq!(mask(&Cond::Any(Vec::new()), &batch), [false, false, false]);
+        let num = Cond::Any(vec![Cond::number(Scope::Any, "duration", CmpOp::Ge, 1.0)]);
+        assert!(num.pushdown().is_none());
+        assert_eq!(mask(&num, &batch), [true, true, true]);
+    }
+
+    #[test]
+    fn any_takes_one_to_max_string_conditions() {
+        let many = |n: usize| {
+            (0..n)
+                .map(|i| eq(Scope::Any, "name", &i.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert!(Cond::any(many(1)).is_ok());
+        assert!(Cond::any(many(MAX_ANY_OF)).is_ok());
+        for bad in [
+            many(0),
+            many(MAX_ANY_OF + 1),
+            vec![Cond::number(Scope::Any, "duration", CmpOp::Ge, 1.0)],
+            vec![model("gpt-4o")],
+        ] {
+            assert!(
+                matches!(Cond::any(bad), Err(QueryError::BadRequest(_))),
+                "refused"
+            );
+        }
+    }
 }

@@ -555,6 +555,10 @@ mod tests {
                 op,
                 value,
             } => format!("{scope:?} {key} {op:?} {value}"),
+            Cond::Any(alternatives) => {
+                let parts: Vec<String> = alternatives.iter().map(describe).collect();
+                format!("any({})", parts.join(" | "))
+            }
         }
     }
 

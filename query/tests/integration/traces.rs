@@ -37,6 +37,8 @@ fn tenant() -> TenantId {
 const SERVICES: &[&str] = &["api", "rag", "llm"];
 const NAMES: &[&str] = &["chat", "embed", "GET /x"];
 const MODELS: &[&str] = &["gpt-4o", "claude-3"];
+/// Response models; `model=` filters ask for any of these and [`MODELS`].
+const RESPONSES: &[&str] = &["gpt-4o-2024-08-06", "gpt-4o", "claude-3"];
 const TIERS: &[&str] = &["free", "pro"];
 
 #[derive(Clone, Debug)]
@@ -48,6 +50,7 @@ struct Gen {
     start_ms: i64,
     dur_ms: i64,
     model: Option<usize>,
+    response: Option<usize>,
     input_tokens: Option<i64>,
     entropy: Option<f64>,
     tier_span: Option<usize>,
@@ -67,6 +70,7 @@ fn gen_span() -> impl Strategy<Value = Gen> {
         ),
         (
             proptest::option::of(0..MODELS.len()),
+            proptest::option::of(0..RESPONSES.len()),
             proptest::option::of(0i64..2000),
             proptest::option::of(0.0f64..4.0),
             proptest::option::of(0..TIERS.len()),
@@ -77,7 +81,7 @@ fn gen_span() -> impl Strategy<Value = Gen> {
         .prop_map(
             |(
                 (trace, service, name, status, start_ms, dur_ms),
-                (model, input_tokens, entropy, tier_span, tier_res, score),
+                (model, response, input_tokens, entropy, tier_span, tier_res, score),
             )| Gen {
                 trace,
                 service,
@@ -86,6 +90,7 @@ fn gen_span() -> impl Strategy<Value = Gen> {
                 start_ms,
                 dur_ms,
                 model,
+                response,
                 input_tokens,
                 entropy,
                 tier_span,
@@ -108,6 +113,7 @@ fn record(i: usize, g: &Gen) -> SpanRecord {
     s.kind = SpanKind::Server;
     s.status_code = StatusCode::from_code(i32::from(g.status));
     s.gen_ai.request_model = g.model.map(|m| MODELS[m].to_owned());
+    s.gen_ai.response_model = g.response.map(|m| RESPONSES[m].to_owned());
     s.gen_ai.input_tokens = g.input_tokens;
     s.quality.entropy_mean = g.entropy;
     if let Some(t) = g.tier_span {
@@ -134,6 +140,10 @@ enum F {
     MaxDur(i64),
     Model(usize),
     ModelRe,
+    /// Request or response model equals `RESPONSES[i]` (storage's `AnyOf`).
+    ModelAny(usize),
+    /// Request model `MODELS[m]` or span attribute tier `TIERS[t]` (evaluated by the query).
+    ModelOrTier(usize, usize),
     MinTokens(i64),
     MaxEntropy(f64),
     TierAny(usize),
@@ -152,6 +162,8 @@ fn gen_filter() -> impl Strategy<Value = F> {
         (0i64..5000).prop_map(F::MaxDur),
         (0..MODELS.len()).prop_map(F::Model),
         Just(F::ModelRe),
+        (0..RESPONSES.len()).prop_map(F::ModelAny),
+        (0..MODELS.len(), 0..TIERS.len()).prop_map(|(m, t)| F::ModelOrTier(m, t)),
         (0i64..2000).prop_map(F::MinTokens),
         (0.0f64..4.0).prop_map(F::MaxEntropy),
         (0..TIERS.len()).prop_map(F::TierAny),
@@ -172,6 +184,26 @@ fn cond(f: &F) -> Cond {
         F::MaxDur(ms) => Cond::number(Scope::Any, "duration", CmpOp::Lt, (*ms * 1_000_000) as f64),
         F::Model(i) => s(Scope::Span, "gen_ai.request.model", MatchOp::Eq, MODELS[*i]),
         F::ModelRe => s(Scope::Any, "gen_ai.request.model", MatchOp::Regex, "gpt-.*"),
+        F::ModelAny(i) => Cond::any(vec![
+            s(
+                Scope::Any,
+                "gen_ai.request.model",
+                MatchOp::Eq,
+                RESPONSES[*i],
+            ),
+            s(
+                Scope::Any,
+                "gen_ai.response.model",
+                MatchOp::Eq,
+                RESPONSES[*i],
+            ),
+        ])
+        .unwrap(),
+        F::ModelOrTier(m, t) => Cond::any(vec![
+            s(Scope::Any, "gen_ai.request.model", MatchOp::Eq, MODELS[*m]),
+            s(Scope::Span, "tier", MatchOp::Eq, TIERS[*t]),
+        ])
+        .unwrap(),
         F::MinTokens(n) => Cond::number(
             Scope::Any,
             "gen_ai.usage.input_tokens",
@@ -198,6 +230,10 @@ fn holds(f: &F, g: &Gen) -> bool {
         F::MaxDur(ms) => g.dur_ms < *ms,
         F::Model(i) => g.model == Some(*i),
         F::ModelRe => g.model.is_some_and(|m| MODELS[m].starts_with("gpt-")),
+        F::ModelAny(i) => {
+            g.model.is_some_and(|m| MODELS[m] == RESPONSES[*i]) || g.response == Some(*i)
+        }
+        F::ModelOrTier(m, t) => g.model == Some(*m) || g.tier_span == Some(*t),
         F::MinTokens(n) => g.input_tokens.is_some_and(|t| t >= *n),
         F::MaxEntropy(e) => g.entropy.is_some_and(|x| x <= *e),
         F::TierAny(i) => tier_any == Some(*i),

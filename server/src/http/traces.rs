@@ -208,7 +208,15 @@ pub(crate) fn filters(
             "end" => end = unix_seconds(k, v)?,
             "service" => conds.push(eq("service.name")?),
             "name" => conds.push(eq("name")?),
-            "model" => conds.push(eq("gen_ai.request.model")?),
+            // The request or the response model (a request for `gpt-4o` is answered by a dated
+            // `gpt-4o-2024-08-06`; either name finds the span).
+            "model" => conds.push(
+                Cond::any(vec![
+                    eq("gen_ai.request.model")?,
+                    eq("gen_ai.response.model")?,
+                ])
+                .map_err(query_error)?,
+            ),
             "provider" => conds.push(eq("gen_ai.provider.name")?),
             "operation" => conds.push(eq("gen_ai.operation.name")?),
             "status" | "kind" => conds.push(

@@ -3,7 +3,8 @@
 //! cache reads sent as OTLP/HTTP JSON; every expected value computed here from what was sent
 //! (entropy from the logprobs, context expansion and cache hit ratio from the token counts;
 //! the hallucination index per span as the trace API returns it, averaged here); bad
-//! parameters refused with 4xx.
+//! parameters refused with 4xx; `model=` matching the request or the response model here and in
+//! the trace search API.
 
 use std::collections::BTreeMap;
 
@@ -431,5 +432,134 @@ fn quality_api_answers_match_what_was_sent() {
         assert_eq!(st, status, "{path}: {v}");
         assert_eq!(v["status"], "error", "{path}");
     }
+    server.stop();
+}
+
+/// `model=` matches the request or the response model, in the trace search API and the quality
+/// API alike: a request for gpt-4o answered by gpt-4o-2024-08-06 is found by either name, and a
+/// gpt-4o-mini call by neither.
+#[test]
+fn model_filter_matches_the_request_or_the_response_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(&tmp.path().join("data"), &[], tmp.path().join("server.log"));
+    let tokens: Vec<(String, f64, Vec<f64>)> = (0..3)
+        .map(|k| (format!(" t{k}"), 0.6, vec![0.6, 0.3, 0.1]))
+        .collect();
+    let sent = [
+        ("gpt-4o", "gpt-4o-2024-08-06"),
+        ("gpt-4o-mini", "gpt-4o-mini-2024-07-18"),
+    ];
+    let calls: Vec<Call> = sent
+        .iter()
+        .enumerate()
+        .map(|(i, &(model, _))| Call {
+            trace: format!("{:032x}", 0xdef000 + i),
+            span: format!("{:016x}", 0x7000 + i),
+            model,
+            provider: "openai",
+            route: "/chat",
+            conv: format!("conv-{i}"),
+            start: T0 + (10 + i as i64) * 1_000_000_000,
+            input: 100,
+            output: 20,
+            cached: None,
+            tokens: tokens.clone(),
+        })
+        .collect();
+    let spans: Vec<Value> = calls
+        .iter()
+        .zip(sent)
+        .map(|(c, (_, response))| {
+            let mut s = span_json(c);
+            s["attributes"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"key": "gen_ai.response.model", "value": {"stringValue": response}}));
+            s
+        })
+        .collect();
+    let body = json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "llm-router"}}]},
+        "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}]
+    }]});
+    let r = http(
+        server.http,
+        "POST",
+        "/v1/traces",
+        &[("content-type", "application/json")],
+        body.to_string().as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (start, end) = (T0 / 1_000_000_000, T0 / 1_000_000_000 + 180);
+
+    for (model, want) in [
+        ("gpt-4o-2024-08-06", 0),
+        ("gpt-4o", 0),
+        ("gpt-4o-mini", 1),
+        ("gpt-4o-mini-2024-07-18", 1),
+    ] {
+        let c = &calls[want];
+        // Span search and trace search.
+        let (st, v) = get(
+            server.http,
+            &format!("/api/v1/traces/search?group=spans&model={model}&start={start}&end={end}"),
+        );
+        assert_eq!(st, 200, "{v}");
+        let found: Vec<&str> = v["data"]["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["span_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(found, [c.span.as_str()], "model={model}: {v}");
+        assert_eq!(v["data"]["total_matched"], 1, "model={model}");
+        let (st, v) = get(
+            server.http,
+            &format!("/api/v1/traces/search?model={model}&start={start}&end={end}"),
+        );
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["data"]["total_traces"], 1, "model={model}: {v}");
+        assert_eq!(v["data"]["traces"][0]["trace_id"], c.trace, "model={model}");
+
+        // Quality series: only that span's group (its request model), with its entropy.
+        let (st, v) = get(
+            server.http,
+            &format!(
+                "/api/v1/quality?metric=token_entropy_mean&by=model&model={model}&start={start}&end={end}&step=60s"
+            ),
+        );
+        assert_eq!(st, 200, "{v}");
+        let got = series(&v);
+        let want_entropy = entropy(&[0.6, 0.3, 0.1]);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            [c.model],
+            "model={model}: {v}"
+        );
+        let points = &got[c.model];
+        assert_eq!(points.len(), 1, "model={model}: {v}");
+        assert_eq!(points[0].0, T0 / 1_000_000, "model={model}");
+        assert!(
+            (points[0].1 - want_entropy).abs() < 1e-9,
+            "model={model}: {v}"
+        );
+    }
+
+    // Neither model: nothing, in either API.
+    let (st, v) = get(
+        server.http,
+        &format!("/api/v1/traces/search?group=spans&model=gpt-4&start={start}&end={end}"),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["data"]["total_matched"], 0, "{v}");
+    let (st, v) = get(
+        server.http,
+        &format!(
+            "/api/v1/quality?metric=token_entropy_mean&model=gpt-4&start={start}&end={end}&step=60s"
+        ),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert!(series(&v).is_empty(), "{v}");
     server.stop();
 }

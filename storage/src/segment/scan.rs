@@ -105,7 +105,8 @@ pub(crate) struct CompiledScan<'a> {
     /// Output columns, by name, in the requested order.
     pub output: Vec<String>,
     /// Whether segments may answer from their rollups: asked for, spans, and every predicate
-    /// an attribute matcher on a rollup key column.
+    /// an attribute matcher on a rollup key column (so never with a [`Predicate::AnyOf`],
+    /// which [`Segment::scan_rollup`] does not evaluate).
     pub rollup_ok: bool,
 }
 
@@ -164,6 +165,13 @@ impl<'a> CompiledScan<'a> {
         })
     }
 
+    fn any_ofs(&self) -> impl Iterator<Item = &[predicate::Matcher]> {
+        self.req.predicates.iter().filter_map(|p| match p {
+            Predicate::AnyOf(ms) => Some(ms.as_slice()),
+            _ => None,
+        })
+    }
+
     fn trace_ids(&self) -> Vec<TraceId> {
         self.req
             .predicates
@@ -177,8 +185,9 @@ impl<'a> CompiledScan<'a> {
 
     /// Exact filter + projection of a batch holding `read_columns`. `text_rows` are the rows
     /// (numbered from `first_row`) that matched full-text predicates, for unflushed data;
-    /// attribute matchers are evaluated when `matchers` is set (else the caller knows every
-    /// row satisfies them).
+    /// attribute matchers and alternatives ([`Predicate::AnyOf`]) are evaluated when
+    /// `matchers` is set (else the caller knows every row satisfies them: segments clear it
+    /// only when the postings answered every matcher exactly, never with an alternative).
     pub(crate) fn filter(
         &self,
         batch: &RecordBatch,
@@ -218,6 +227,9 @@ impl<'a> CompiledScan<'a> {
         } else {
             for m in self.matchers().filter(|_| matchers) {
                 masks.push(predicate::eval_matcher(batch, signal, m)?);
+            }
+            for alternatives in self.any_ofs().filter(|_| matchers) {
+                masks.push(predicate::eval_any_of(batch, signal, alternatives)?);
             }
             for t in self.trace_ids() {
                 masks.push(trace_mask(batch, &t)?);
@@ -311,6 +323,20 @@ fn intersect(acc: &mut Option<RoaringBitmap>, rows: RoaringBitmap) {
 }
 
 impl Segment {
+    /// The rows this segment's postings give for a matcher that rejects `""`.
+    fn postings_of(&self, m: &predicate::Matcher) -> Lookup {
+        match m.op {
+            MatchOp::Eq => self.postings.equals(&m.key, &m.value),
+            MatchOp::Regex => match m.regex() {
+                Some(re) => self.postings.matching(&m.key, re),
+                None => Lookup::Unknown,
+            },
+            // A negative matcher that rejects "" (such as `!= ""`) accepts only rows that have
+            // the key: the union of the accepted values' postings.
+            MatchOp::NotEq | MatchOp::NotRegex => self.postings.accepted(&m.key, |v| m.matches(v)),
+        }
+    }
+
     /// The rollup rows of this segment that summarise exactly the spans satisfying `c`, or
     /// `None` when the rows must be read instead: rollups not allowed for `c`, no rollup, or a
     /// rollup row that straddles the time range.
@@ -408,25 +434,28 @@ impl Segment {
         for p in &req.predicates {
             match p {
                 Predicate::Attr(m) if m.matches_missing() => matchers_exact = false,
-                Predicate::Attr(m) => {
-                    let lookup = match m.op {
-                        MatchOp::Eq => self.postings.equals(&m.key, &m.value),
-                        MatchOp::Regex => match m.regex() {
-                            Some(re) => self.postings.matching(&m.key, re),
-                            None => Lookup::Unknown,
-                        },
-                        // A negative matcher that rejects "" (such as `!= ""`) accepts only rows
-                        // that have the key: the union of the accepted values' postings.
-                        MatchOp::NotEq | MatchOp::NotRegex => {
-                            self.postings.accepted(&m.key, |v| m.matches(v))
+                Predicate::Attr(m) => match self.postings_of(m) {
+                    Lookup::Rows(rows) => {
+                        matchers_exact &= schema::promoted_column(req.signal, &m.key).is_some();
+                        intersect(&mut candidates, rows);
+                    }
+                    Lookup::Unknown => matchers_exact = false,
+                },
+                // The union of the alternatives' postings holds every row that can pass, when
+                // each alternative has postings and rejects rows lacking its key (else the
+                // candidates stay as they are); rows are then always evaluated exactly.
+                Predicate::AnyOf(ms) => {
+                    matchers_exact = false;
+                    let mut union = Some(RoaringBitmap::new());
+                    for m in ms {
+                        let Some(u) = union.as_mut() else { break };
+                        match self.postings_of(m) {
+                            Lookup::Rows(rows) if !m.matches_missing() => *u |= rows,
+                            _ => union = None,
                         }
-                    };
-                    match lookup {
-                        Lookup::Rows(rows) => {
-                            matchers_exact &= schema::promoted_column(req.signal, &m.key).is_some();
-                            intersect(&mut candidates, rows);
-                        }
-                        Lookup::Unknown => matchers_exact = false,
+                    }
+                    if let Some(rows) = union {
+                        intersect(&mut candidates, rows);
                     }
                 }
                 Predicate::FullText(q) => {
