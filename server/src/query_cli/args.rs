@@ -73,7 +73,7 @@ pub struct TraceSearchArgs {
     /// ok, error or unset.
     #[arg(long)]
     pub status: Option<String>,
-    /// gen_ai.request.model.
+    /// The request or the response model (gen_ai.request.model, gen_ai.response.model).
     #[arg(long)]
     pub model: Option<String>,
     /// gen_ai.provider.name.
