@@ -500,7 +500,7 @@ pub(crate) fn kv(k: &str, v: &str) -> String {
     )
 }
 
-fn retriever_span(trace: &str) -> Vec<u8> {
+pub(crate) fn retriever_span(trace: &str) -> Vec<u8> {
     let attrs = [
         kv("openinference.span.kind", "RETRIEVER"),
         kv("retrieval.documents.0.document.id", "eiffel"),

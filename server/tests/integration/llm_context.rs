@@ -7,7 +7,9 @@
 use serde_json::Value;
 
 use crate::common::{ServerProcess, http, python};
-use crate::llm_clients::{evaluation_of, get_json, ids, kv, one_span_json, run_client, server};
+use crate::llm_clients::{
+    evaluation_of, get_json, ids, kv, one_span_json, retriever_span, run_client, server,
+};
 
 fn attr<'a>(e: &'a Value, key: &str) -> &'a Value {
     &e["attributes"][key]
@@ -388,5 +390,86 @@ fn retriever_scores_and_tool_spans_reach_provenance() {
         of("gpt-4o-mini")["answers_with_unsupported_sentences"],
         1,
         "{g}"
+    );
+}
+
+/// A semconv 1.28-1.36 `gen_ai.choice` event as an OTLP/JSON log record of `span` in `trace`,
+/// named by the older `event.name` attribute, the answer in its body.
+fn choice_log(trace: &str, span: &str, answer: &str) -> Vec<u8> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let answer = serde_json::to_string(answer).unwrap();
+    format!(
+        r#"{{"resourceLogs":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"rag"}}}}]}},"scopeLogs":[{{"logRecords":[{{"timeUnixNano":"{now}","traceId":"{trace}","spanId":"{span}","attributes":[{{"key":"event.name","value":{{"stringValue":"gen_ai.choice"}}}}],"body":{{"kvlistValue":{{"values":[{{"key":"index","value":{{"intValue":"0"}}}},{{"key":"message","value":{{"kvlistValue":{{"values":[{{"key":"role","value":{{"stringValue":"assistant"}}}},{{"key":"content","value":{{"stringValue":{answer}}}}}]}}}}}}]}}}}}}]}}]}}]}}"#
+    )
+    .into_bytes()
+}
+
+#[test]
+fn an_answer_only_in_a_log_record_is_evaluated_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sightline.toml");
+    std::fs::write(&config, "[limits]\nassembly_settle_secs = 1\n").unwrap();
+    let cfg = ["--config", config.to_str().unwrap()];
+    let s = ServerProcess::start(
+        &dir.path().join("data"),
+        &cfg,
+        dir.path().join("server.log"),
+    );
+    // The retriever, a chat span without content, and its answer as a log record; then
+    // SIGKILL before the settle time.
+    let t = "66666666666666666666666666666666";
+    post(&s, &retriever_span(t));
+    let chat = [
+        kv("gen_ai.operation.name", "chat"),
+        kv("gen_ai.request.model", "gpt-4o"),
+    ]
+    .join(",");
+    post(
+        &s,
+        &one_span_json(
+            t,
+            "00000000000000a2",
+            Some("00000000000000a0"),
+            "chat gpt-4o",
+            500,
+            &chat,
+        ),
+    );
+    let r = http(
+        s.http,
+        "POST",
+        "/v1/logs",
+        &[("Content-Type", "application/json")],
+        &choice_log(
+            t,
+            "00000000000000a2",
+            "The Eiffel Tower is 912 metres tall. Napoleon built it in Berlin.",
+        ),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    s.kill();
+    let s = ServerProcess::start(
+        &dir.path().join("data"),
+        &cfg,
+        dir.path().join("server2.log"),
+    );
+    let e = evaluation_of(&s, t, "00000000000000a2");
+    assert!(index(&e) > 0.3, "{e}");
+    assert_eq!(ids(attr(&e, "sightline.evaluation.documents")), ["eiffel"]);
+    assert!(
+        attr(&e, "sightline.evaluation.unsupported_sentences")
+            .as_i64()
+            .unwrap()
+            > 0,
+        "{e}"
+    );
+    let metrics = http(s.http, "GET", "/metrics", &[], b"").unwrap().text();
+    assert!(
+        metrics.contains("sightline_assembly_recovered_traces_total 1"),
+        "{metrics}"
     );
 }
