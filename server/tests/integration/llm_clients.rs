@@ -1,12 +1,12 @@
 //! LLM analytics from real instrumentation: the `openai` Python SDK instrumented by
-//! `openinference-instrumentation-openai`, by `opentelemetry-instrumentation-openai-v2` and by
-//! OpenLIT, unmodified, exporting OTLP/HTTP to the real binary, against a deterministic fake
+//! `openinference-instrumentation-openai`, by `opentelemetry-instrumentation-openai-v2`, by
+//! OpenLLMetry's `opentelemetry-instrumentation-openai` and by OpenLIT, unmodified, exporting OTLP/HTTP to the real binary, against a deterministic fake
 //! OpenAI-compatible server on loopback (`server/tests/python/fake_openai.py`).
 //!
 //! Per library: the LLM spans are found by model with provider and operation set; where the
 //! library records logprobs (OpenInference, inside `output.value`) the entropy columns equal
 //! the values computed here from the logprobs the SDK received (1e-9) and the tokens view
-//! returns every token; where it records none (openai-v2, OpenLIT), the quality API says so
+//! returns every token; where it records none (openai-v2, OpenLLMetry, OpenLIT), the quality API says so
 //! and points at the docs, and `clients/python/sightline_logprobs.py` fills them in.
 
 use std::process::Command;
@@ -223,6 +223,18 @@ fn assert_hook_gives_entropy(py: &std::path::Path, library: &str) {
 fn openai_v2_spans_are_found_and_empty_quality_says_why() {
     let Some(py) = python() else { return };
     assert_found_and_empty_says_why(&py, "openai-v2");
+}
+
+#[test]
+fn openllmetry_spans_are_found_and_empty_quality_says_why() {
+    let Some(py) = python() else { return };
+    assert_found_and_empty_says_why(&py, "openllmetry");
+}
+
+#[test]
+fn the_logprobs_hook_gives_openllmetry_spans_their_entropy() {
+    let Some(py) = python() else { return };
+    assert_hook_gives_entropy(&py, "openllmetry-logprobs");
 }
 
 #[test]

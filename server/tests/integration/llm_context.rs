@@ -1,6 +1,6 @@
 //! What an answer is grounded on, from real instrumentation: answers whose content arrives
 //! only as log records correlated to the chat span (openai-v2 with `EVENT_ONLY`), tool results
-//! in the conversation as context (openai-v2), RAG provenance per route and prompt template
+//! in the conversation as context (openai-v2, OpenLLMetry), RAG provenance per route and prompt template
 //! (OpenInference's `using_prompt_template`), and, from hand-built spans, retriever scores and
 //! tool spans.
 
@@ -87,9 +87,21 @@ fn answers_sent_only_as_log_records_are_assembled_with_the_retriever() {
 #[test]
 fn tool_results_in_the_conversation_are_the_answers_context() {
     let Some(py) = python() else { return };
+    assert_tool_results_are_context(&py, "openai-v2-tools");
+}
+
+#[test]
+fn openllmetry_tool_results_are_the_answers_context() {
+    let Some(py) = python() else { return };
+    assert_tool_results_are_context(&py, "openllmetry-tools");
+}
+
+/// A conversation holding a tool call and its result, no retriever: the tool's result (named
+/// by its call id) and the system instructions are the context.
+fn assert_tool_results_are_context(py: &std::path::Path, library: &str) {
     let dir = tempfile::tempdir().unwrap();
     let s = server(dir.path());
-    let calls = run_client(&py, "openai-v2-tools", &s);
+    let calls = run_client(py, library, &s);
     assert_eq!(calls.len(), 2);
     let evals: Vec<Value> = calls
         .iter()

@@ -17,7 +17,8 @@ OpenLIT needs openai < 3, so these two run in the venv of `requirements-openlit.
 `openai-v2-events-rag` (the RAG pipeline with openai-v2 instead of OpenInference for the chat
 call, content captured as log records only: `EVENT_ONLY`, exported over OTLP/HTTP logs) or
 `openai-v2-tools` (openai-v2 with content on spans; the conversation holds a tool call and its
-result, and no retriever runs). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
+result, and no retriever runs), `openllmetry` (OpenLLMetry's opentelemetry-instrumentation-openai),
+`openllmetry-logprobs` (with the logprobs hook) or `openllmetry-tools` (with the tool call). Two chat completions are made with `logprobs=True, top_logprobs=3`: one whose
 answer is grounded in the test's documents, one that contradicts them. The RAG pipelines run
 under a request span with `http.route` `/ask`, and `openinference-rag` makes its call inside
 OpenInference's `using_prompt_template` (template `RAG_TEMPLATE`, version `v1`). Prints one JSON line:
@@ -95,6 +96,10 @@ if LIBRARY.startswith("openai-v2"):
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=provider, logger_provider=log_provider)
+if LIBRARY.startswith("openllmetry"):
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
 if LIBRARY.startswith("openlit"):
     import openlit
 
@@ -117,6 +122,9 @@ KNOWN = (
     "openai-v2-logprobs",
     "openai-v2-events-rag",
     "openai-v2-tools",
+    "openllmetry",
+    "openllmetry-logprobs",
+    "openllmetry-tools",
     "openlit",
     "openlit-logprobs",
 )
@@ -155,7 +163,7 @@ try:
             if retriever is not None:
                 docs = retriever.invoke(question)
                 context = RAG_TEMPLATE.format(context="\n".join(d.page_content for d in docs))
-            if LIBRARY == "openai-v2-tools":
+            if LIBRARY.endswith("-tools"):
                 context = "Answer from the tool results."
                 call = {
                     "id": "call_1",
