@@ -378,12 +378,18 @@ impl Ingest {
                 self.check_items(otlp::logs::count_logs(&r))?;
                 let mapped = otlp::logs::map_logs(&r, &ctx);
                 drop(r);
+                self.telemetry.truncated(signal, mapped.truncated);
                 self.finish(signal, &mapped)?;
                 self.store.append_logs(tenant, &mapped.rows)?;
                 if let Some(a) = self.assembler.get() {
                     a.observe_logs(tenant, &mapped.rows);
                 }
-                (mapped.accepted, mapped.rejected, 0, mapped.error_message())
+                (
+                    mapped.accepted,
+                    mapped.rejected,
+                    mapped.truncated,
+                    mapped.error_message(),
+                )
             }
         };
         Ok(Outcome {

@@ -11,7 +11,7 @@
 //! | `max_attributes_per_item` (resource, scope, span, event, link, log, point) | 1,024 | item rejected |
 //! | `max_attribute_value_bytes` (each string / bytes value, nested ones too) | 256 KiB | item rejected |
 //! | `max_attribute_depth` (nesting of arrays / maps) | 16 | item rejected |
-//! | `max_content_bytes_per_span` (LLM content of one span and its events: prompts, answers, documents, logprobs; instead of the per-value limit) | 4 MiB | cut at a character boundary, keys listed in `sightline.truncated_attributes`, counted in `partial_success` and `/metrics` |
+//! | `max_content_bytes_per_span` (LLM content of one span and its events, or of one GenAI log record with its body: prompts, answers, documents, logprobs, strings nested in structured messages too; instead of the per-value limit) | 4 MiB | cut at a character boundary, keys listed in `sightline.truncated_attributes` (a log body as `body`), counted in `partial_success` and `/metrics` |
 //! | `max_future_skew_secs` (timestamps ahead of the server clock) | 3,600 | item rejected |
 //! | `max_inflight_requests` (export requests being processed) | 1,024 | 429 / `RESOURCE_EXHAUSTED` + retry |
 //! | `max_series_per_tenant` (storage) | 1,000,000 | OTLP: data points of new series past the limit rejected (partial success, reason `series_limit`; a histogram point is kept or refused whole), 400 when none is left; remote write: 400 |

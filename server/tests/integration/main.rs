@@ -21,6 +21,7 @@ mod ingest_bombs;
 mod llm_clients;
 mod llm_context;
 mod loki_api;
+mod long_content;
 mod openapi;
 mod prometheus_api;
 mod python_clients;

@@ -8,6 +8,7 @@
 //! record's attributes, then the fields of a structured body (semconv 1.28-1.36 events put
 //! `content`, `message`, `id`, `tool_calls` there); a string body becomes `content`.
 
+use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value::Value};
 use sightline_storage::{AttrValue, LogRecord, SpanEvent};
 
 use super::content::find;
@@ -26,6 +27,27 @@ pub fn genai_event_name(log: &LogRecord) -> Option<&str> {
         log.event_name.as_str()
     };
     name.starts_with("gen_ai.").then_some(name)
+}
+
+/// Whether an OTLP log record, before conversion, is a GenAI event: the same rule as
+/// [`genai_event_name`] over its `event_name` field and its attributes (the last string
+/// `event.name`, as conversion keeps the last of duplicate keys).
+pub fn is_genai_otlp_event(event_name: &str, attributes: &[KeyValue]) -> bool {
+    let name = if event_name.is_empty() {
+        match attributes
+            .iter()
+            .rev()
+            .find(|kv| kv.key == EVENT_NAME_ATTRIBUTE)
+            .and_then(|kv| kv.value.as_ref())
+            .and_then(|v| v.value.as_ref())
+        {
+            Some(Value::StringValue(s)) => s.as_str(),
+            _ => return false,
+        }
+    } else {
+        event_name
+    };
+    name.starts_with("gen_ai.")
 }
 
 /// The span event a GenAI log record stands for (see the module docs), or `None` for any
