@@ -305,6 +305,11 @@ impl Wal {
     /// exactly where this one would have; if it cannot be cut off the log is poisoned.
     pub fn append(&self, lsn: Lsn, payload: &[u8]) -> Result<()> {
         self.check_poisoned()?;
+        debug_assert!(
+            lsn > self.sync.lock().written,
+            "WAL LSNs increase strictly: {lsn:?} after {:?}",
+            self.sync.lock().written
+        );
         if payload.len() > frame::MAX_PAYLOAD_LEN {
             return Err(StorageError::InvalidInput(format!(
                 "batch of {} bytes exceeds the WAL record limit of {} bytes",

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, MapArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
-use arrow_ord::sort::{SortColumn, lexsort_to_indices};
+use arrow_ord::sort::{LexicographicalComparator, SortColumn, lexsort_to_indices};
 use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -115,6 +115,20 @@ pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<Re
         indices
     };
     columnar::take_batch(batch, &indices)
+}
+
+/// Whether `batch` is in segment order: no row sorts before the row above it (samples: and
+/// no (series, timestamp) twice). For debug assertions.
+fn is_sorted_for_segment(signal: Signal, batch: &RecordBatch) -> Result<bool> {
+    let mut cols = sort_columns(signal, batch)?;
+    // The last sort column is the insertion order `sort_columns` adds as a tie-breaker.
+    cols.pop();
+    let cmp = LexicographicalComparator::try_new(&cols)?;
+    Ok((1..batch.num_rows()).all(|i| match cmp.compare(i - 1, i) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Equal => signal != Signal::Samples,
+        std::cmp::Ordering::Greater => false,
+    }))
 }
 
 fn writer_properties(
@@ -367,6 +381,10 @@ pub(crate) fn write_segment(
 ) -> Result<SegmentMeta> {
     let signal = meta.signal;
     let sorted = sort_for_segment(signal, batch)?;
+    debug_assert!(
+        is_sorted_for_segment(signal, &sorted)?,
+        "rows entering a {signal:?} segment are in segment order"
+    );
     let dir = root.join(meta.relative_dir());
     if dir.exists() {
         // Left over from a crash before the manifest named it.
@@ -592,5 +610,35 @@ mod timing {
         ] {
             assert!(!has_stats(dropped), "{dropped} still has statistics");
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::model::Sample;
+
+    fn samples(rows: &[(u64, i64)]) -> RecordBatch {
+        let s: Vec<Sample> = rows
+            .iter()
+            .map(|&(series, timestamp_ms)| Sample {
+                series: SeriesId(series),
+                timestamp_ms,
+                value: 1.0,
+            })
+            .collect();
+        columnar::samples_to_batch(&s).unwrap()
+    }
+
+    #[test]
+    fn segment_order_is_what_the_sort_gives() {
+        let unsorted = samples(&[(2, 5), (1, 9), (1, 3), (1, 3)]);
+        assert!(!is_sorted_for_segment(Signal::Samples, &unsorted).unwrap());
+        let sorted = sort_for_segment(Signal::Samples, &unsorted).unwrap();
+        assert_eq!(sorted.num_rows(), 3, "(1, 3) twice is kept once");
+        assert!(is_sorted_for_segment(Signal::Samples, &sorted).unwrap());
+        // A duplicate (series, timestamp) is out of order for samples.
+        assert!(!is_sorted_for_segment(Signal::Samples, &samples(&[(1, 3), (1, 3)])).unwrap());
     }
 }

@@ -177,6 +177,12 @@ fn flush_set(
     let released: usize = set.tables.iter().map(|(_, _, b)| *b).sum();
     {
         let mut state = inner.state.lock();
+        // Commits are serialised by the maintenance lock: each installs the next generation.
+        debug_assert_eq!(
+            manifest.generation,
+            state.manifest.generation + 1,
+            "manifest generations increase by one per commit"
+        );
         state.manifest = manifest;
         for (meta, seg) in written {
             state

@@ -96,6 +96,12 @@ fn merge(
     manifest.store(&inner.root)?;
     {
         let mut state = inner.state.lock();
+        // Commits are serialised by the maintenance lock: each installs the next generation.
+        debug_assert_eq!(
+            manifest.generation,
+            state.manifest.generation + 1,
+            "manifest generations increase by one per commit"
+        );
         state.manifest = manifest;
         let list = state.segments.entry((tenant.clone(), signal)).or_default();
         list.retain(|s| !replaced.contains(&s.meta().id));
@@ -138,6 +144,12 @@ pub(super) fn apply_retention(inner: &Inner) -> Result<usize> {
     let mut obsolete = Vec::new();
     {
         let mut state = inner.state.lock();
+        // Commits are serialised by the maintenance lock: each installs the next generation.
+        debug_assert_eq!(
+            manifest.generation,
+            state.manifest.generation + 1,
+            "manifest generations increase by one per commit"
+        );
         state.manifest = manifest;
         for list in state.segments.values_mut() {
             list.retain(|s| {
@@ -173,6 +185,12 @@ pub(super) fn quarantine(inner: &Inner, id: SegmentId, reason: &str) -> Result<(
     manifest.store(&inner.root)?;
     {
         let mut state = inner.state.lock();
+        // Commits are serialised by the maintenance lock: each installs the next generation.
+        debug_assert_eq!(
+            manifest.generation,
+            state.manifest.generation + 1,
+            "manifest generations increase by one per commit"
+        );
         state.manifest = manifest;
         for list in state.segments.values_mut() {
             list.retain(|s| s.meta().id != id);
