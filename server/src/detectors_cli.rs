@@ -142,6 +142,27 @@ fn s(v: &Value) -> String {
     }
 }
 
+/// A time in Unix milliseconds as RFC 3339 (`-` when absent, e.g. an anomaly still open).
+fn time_ms(v: &Value) -> String {
+    v.as_i64().map_or_else(
+        || "-".into(),
+        |ms| crate::query_cli::render::time_ns(ms.saturating_mul(1_000_000)),
+    )
+}
+
+/// One anomaly: id, level, detector, its start and end as RFC 3339 times, explanation.
+fn anomaly_line(a: &Value) -> String {
+    format!(
+        "{} {:<6} {:<24} start={} end={} {}",
+        s(&a["id"]),
+        s(&a["level"]),
+        s(&a["detector"]),
+        time_ms(&a["start_ms"]),
+        time_ms(&a["end_ms"]),
+        s(&a["explanation"]),
+    )
+}
+
 fn row(d: &Value) -> String {
     let st = &d["status"];
     let progress = match st["progress"].as_object() {
@@ -279,17 +300,7 @@ async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
             }
             Ok(items
                 .iter()
-                .map(|a| {
-                    format!(
-                        "{} {:<6} {:<24} start={} end={} {}",
-                        s(&a["id"]),
-                        s(&a["level"]),
-                        s(&a["detector"]),
-                        s(&a["start_ms"]),
-                        s(&a["end_ms"]),
-                        s(&a["explanation"]),
-                    )
-                })
+                .map(anomaly_line)
                 .collect::<Vec<_>>()
                 .join("\n"))
         }
@@ -357,5 +368,21 @@ async fn wait_for(
             return Err(format!("{name}: still {state} after {timeout:?}"));
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anomaly_times_are_rfc3339() {
+        let a = serde_json::json!({"id": "a1", "level": "high", "detector": "latency",
+            "start_ms": 1_764_470_000_123_i64, "end_ms": null, "explanation": "p99 up"});
+        let line = anomaly_line(&a);
+        assert!(
+            line.contains("start=2025-11-30T02:33:20.123Z end=- p99 up"),
+            "{line}"
+        );
     }
 }

@@ -23,7 +23,7 @@ use crate::limits::Limits;
 use crate::telemetry::Telemetry;
 
 mod args;
-mod render;
+pub(crate) mod render;
 
 pub use args::{AggregateArgs, LogSearchArgs, ProvenanceArgs, TraceSearchArgs};
 
