@@ -19,7 +19,7 @@ use crate::types::{Lsn, SegmentId, Signal, TenantId, UnixNanos, civil_from_days}
 /// File name of the manifest inside the data directory.
 pub const FILE_NAME: &str = "MANIFEST";
 const MAGIC: &[u8; 8] = b"SLMANIF1";
-/// Version of the manifest and segment layout described in ARCHITECTURE.md.
+/// Version of the manifest and segment layout described in docs/storage-format.md.
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Length and checksum of one file of a segment.
