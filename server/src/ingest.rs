@@ -87,7 +87,7 @@ pub struct Ingest {
     inflight: Arc<Semaphore>,
     budget: Arc<DecodedBudget>,
     shutting_down: AtomicBool,
-    detectors: std::sync::OnceLock<Arc<crate::detectors::Detectors>>,
+    detectors: std::sync::OnceLock<Arc<sightline_detectors::Detectors>>,
     assembler: std::sync::OnceLock<Arc<crate::assembly::Assembler>>,
 }
 
@@ -142,7 +142,7 @@ impl Ingest {
     }
 
     /// Attaches the detectors (once; `sightline serve` does at start).
-    pub fn set_detectors(&self, d: Arc<crate::detectors::Detectors>) {
+    pub fn set_detectors(&self, d: Arc<sightline_detectors::Detectors>) {
         let _ = self.detectors.set(d);
     }
 
@@ -157,7 +157,7 @@ impl Ingest {
     }
 
     /// The detectors, when this process runs them (not in `sightline query --data-dir`).
-    pub fn detectors(&self) -> Option<&Arc<crate::detectors::Detectors>> {
+    pub fn detectors(&self) -> Option<&Arc<sightline_detectors::Detectors>> {
         self.detectors.get()
     }
 

@@ -20,7 +20,6 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod demo;
-pub mod detectors;
 pub mod detectors_cli;
 pub mod error;
 pub mod granger_cli;

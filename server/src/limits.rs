@@ -208,3 +208,32 @@ impl Limits {
         Ok(())
     }
 }
+
+/// The detectors' share of the limits (`sightline-detectors` owns the struct; the server fills
+/// it from its configuration).
+impl From<&Limits> for sightline_detectors::DetectorLimits {
+    fn from(l: &Limits) -> Self {
+        Self {
+            max_per_tenant: l.max_detectors_per_tenant,
+            max_parameters: l.max_detector_parameters,
+            max_training_bytes: l.max_detector_training_bytes,
+            min_retrain_secs: l.min_detector_retrain_secs,
+            min_step_secs: l.min_detector_step_secs,
+            max_training_secs: l.max_detector_training_secs,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sightline_detectors::DetectorLimits;
+
+    #[test]
+    fn detector_limits_defaults_are_the_servers() {
+        assert_eq!(
+            DetectorLimits::from(&Limits::default()),
+            DetectorLimits::default()
+        );
+    }
+}

@@ -75,9 +75,9 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
     let detectors = {
         let store = ingest.store().clone();
         let threads = config.detector_threads;
-        let limits = crate::detectors::DetectorLimits::from(&config.limits);
+        let limits = sightline_detectors::DetectorLimits::from(&config.limits);
         tokio::task::spawn_blocking(move || {
-            crate::detectors::Detectors::start(store, threads, limits)
+            sightline_detectors::Detectors::start(store, threads, limits)
         })
         .await
         .map_err(|e| ServeError::Server(format!("detector start task failed: {e}")))?

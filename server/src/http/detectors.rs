@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use sightline_storage::TenantId;
 
 use super::{ApiError, AppState, ErrorKind, Tenant, guard};
-use crate::detectors::{AnomalyEvent, DetectorError, DetectorSpec, Detectors};
+use sightline_detectors::{AnomalyEvent, DetectorError, DetectorSpec, Detectors};
 
 /// Most anomalies one request returns.
 pub const MAX_LIMIT: usize = 10_000;
@@ -267,7 +267,7 @@ async fn annotations(
 ) -> Result<Response, ApiError> {
     let d = detectors(&st)?;
     let f = filter(query.as_deref())?;
-    let now = crate::detectors::now_ms();
+    let now = sightline_detectors::now_ms();
     let list: Vec<Value> = select(&d, &tenant, &f)
         .into_iter()
         .map(|e| {

@@ -282,9 +282,9 @@ impl From<IngestError> for ApiError {
     }
 }
 
-impl From<crate::detectors::DetectorError> for ApiError {
-    fn from(e: crate::detectors::DetectorError) -> Self {
-        use crate::detectors::DetectorError as D;
+impl From<sightline_detectors::DetectorError> for ApiError {
+    fn from(e: sightline_detectors::DetectorError) -> Self {
+        use sightline_detectors::DetectorError as D;
         match e {
             D::NotFound(_) => Self::not_found(e.to_string()),
             D::Invalid(_) => Self::bad_data(e.to_string()),

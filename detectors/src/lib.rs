@@ -1,7 +1,18 @@
-//! Anomaly detectors inside the server: definitions per tenant created through the HTTP API
+//! # sightline-detectors
+//!
+//! Anomaly detectors of a Sightline server: definitions per tenant created through the HTTP API
 //! and persisted under the data directory, a background scheduler that trains and scores them
 //! without blocking ingest or queries, results written back as PromQL-queryable series and
 //! anomaly events served as JSON and as Grafana annotations. See docs/detectors.md.
+//!
+//! **Owns:** detector definitions and their validation, the per-tenant registry, the scheduler
+//! and its worker threads, training and scoring runs, the writeback of their results, anomaly
+//! events, and every file under `<data-dir>/detectors/` (JSON definitions, state and events,
+//! N-BEATS models; the store never reads them). **May not touch:** HTTP (the server's
+//! `http/detectors` serves the API and maps [`DetectorError`] to status codes), OTLP, or the
+//! storage engine's files: it reads metrics only through [`sightline_query`] over a
+//! [`sightline_storage::Store`] and writes its results only through `Store::append_metrics`.
+//! Its limits ([`DetectorLimits`]) are its own; the server fills them from its configuration.
 //!
 //! Module map:
 //! * [`spec`]: the definition, defaults and validation;
@@ -17,7 +28,7 @@
 //! * [`events`]: anomaly events, severity and explanations.
 //!
 //! The formulas (N-BEATS, baselines, conformal bands, sustained alerts, `judge_service`) are
-//! the detect crate's; this module only feeds them and keeps their results.
+//! the detect crate's; this crate only feeds them and keeps their results.
 
 pub mod events;
 pub mod files;

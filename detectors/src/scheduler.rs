@@ -239,8 +239,8 @@ fn due(det: &Detector, now: i64) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detectors::files::{RUN_MARKER, RunInfo, write_json};
-    use crate::detectors::spec::DetectorSpec;
+    use crate::files::{RUN_MARKER, RunInfo, write_json};
+    use crate::spec::DetectorSpec;
 
     fn spec(json: &str) -> DetectorSpec {
         serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"))

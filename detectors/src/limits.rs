@@ -1,6 +1,7 @@
 //! What one detector may ask of the server: how many a tenant may define, how large a model
 //! and its training may be, how often it may retrain and score, and how long one run may train.
-//! The values come from the server's [`Limits`]; a definition over any of them is refused at
+//! The values come from the server's `Limits` (`limits.max_detectors_per_tenant`, ...), which
+//! the server converts into [`DetectorLimits`]; a definition over any of them is refused at
 //! creation (400) with a message naming the limit, and one stored before a limit was lowered is
 //! kept but not run (see [`super::registry`]).
 //!
@@ -16,7 +17,6 @@ use sightline_detect::forecast::model::INFERENCE_CHUNK;
 use sightline_detect::forecast::{Basis, NBeatsConfig, basis};
 
 use super::spec::{DetectorSpec, Mode, ModelKind};
-use crate::limits::Limits;
 
 /// Bytes per `f32`.
 const F32: u64 = 4;
@@ -41,22 +41,17 @@ pub struct DetectorLimits {
     pub max_training_secs: u64,
 }
 
-impl From<&Limits> for DetectorLimits {
-    fn from(l: &Limits) -> Self {
-        Self {
-            max_per_tenant: l.max_detectors_per_tenant,
-            max_parameters: l.max_detector_parameters,
-            max_training_bytes: l.max_detector_training_bytes,
-            min_retrain_secs: l.min_detector_retrain_secs,
-            min_step_secs: l.min_detector_step_secs,
-            max_training_secs: l.max_detector_training_secs,
-        }
-    }
-}
-
+/// The server's defaults (`server/src/limits.rs` and docs/limits.md keep the same values).
 impl Default for DetectorLimits {
     fn default() -> Self {
-        Self::from(&Limits::default())
+        Self {
+            max_per_tenant: 100,
+            max_parameters: 8_000_000,
+            max_training_bytes: 1 << 30,
+            min_retrain_secs: 600,
+            min_step_secs: 10,
+            max_training_secs: 600,
+        }
     }
 }
 
