@@ -98,20 +98,13 @@ const MIN_MS: i64 = 60_000;
 /// Spans per export request.
 const SPANS_PER_REQUEST: usize = 4_000;
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 fn config(args: &DemoArgs) -> Result<Config, DemoError> {
     let data_dir = match &args.data_dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!(
             "sightline-demo-{}-{}",
             std::process::id(),
-            now_ms()
+            sightline_query::time::now().as_millis()
         )),
     };
     let serve = ServeArgs {
@@ -199,7 +192,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     let minutes = ((args.days * 1440.0).round() as i64).max(60);
     let end_ms = match args.end {
         Some(s) => s * 1000 / MIN_MS * MIN_MS,
-        None => now_ms() / MIN_MS * MIN_MS,
+        None => sightline_query::time::now().as_millis() / MIN_MS * MIN_MS,
     };
     let start_ms = end_ms - minutes * MIN_MS;
     let timeline = Timeline::new(start_ms, end_ms);
@@ -262,7 +255,8 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     // the history's last conversations are sent whole (up to a few minutes ahead).
     let mut held = Batch::default();
     let metrics = if args.live {
-        let now_ns = u64::try_from(now_ms()).unwrap_or(0) * 1_000_000;
+        let now_ns =
+            u64::try_from(sightline_query::time::now().as_millis()).unwrap_or(0) * 1_000_000;
         (pending.spans, held.spans) = std::mem::take(&mut pending.spans)
             .into_iter()
             .partition(|(_, sp)| sp.start_time_unix_nano <= now_ns);
@@ -321,7 +315,7 @@ async fn live(
     mut held: Batch,
 ) -> Result<(), DemoError> {
     loop {
-        let now = now_ms();
+        let now = sightline_query::time::now().as_millis();
         let mut metrics = Vec::new();
         // Minute m starts at start + m min; its conversations are generated then.
         while g.start_ms + m * MIN_MS <= now {

@@ -16,6 +16,8 @@ use axum::body::Body;
 use clap::{Args, Subcommand};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
+use sightline_query::QueryError;
+use sightline_query::time::{self, RelativeTime};
 
 use crate::auth::Auth;
 use crate::ingest::Ingest;
@@ -245,26 +247,19 @@ fn open_backend(args: &QueryArgs) -> Result<Backend, String> {
     }
 }
 
-/// A time argument: RFC 3339, Unix seconds, or `-DURATION` (that long before now), as Unix
-/// seconds text.
+/// A time argument ([`RelativeTime`]: `now`, `-DURATION` before now, RFC 3339 or Unix
+/// seconds) as Unix seconds text: nine decimals for an absolute time, three for a relative one.
 fn time_arg(s: &str) -> Result<String, String> {
-    if let Some(d) = s.strip_prefix('-')
-        && !d.is_empty()
-        && d.parse::<f64>().is_err()
-    {
-        let ns = sightline_query::time::parse_duration(d).map_err(|e| e.to_string())?;
-        return Ok(format!("{:.3}", now_secs() - ns as f64 / 1e9));
+    match RelativeTime::parse(s).map_err(|e| QueryError::from(e).to_string())? {
+        RelativeTime::At(t) => Ok(format!("{:.9}", t.0 as f64 / 1e9)),
+        RelativeTime::Ago(d) => Ok(format!("{:.3}", now_secs() - d.0 as f64 / 1e9)),
+        RelativeTime::Now => Ok(format!("{:.3}", now_secs())),
     }
-    sightline_query::time::parse_time(s)
-        .map(|t| format!("{:.9}", t.0 as f64 / 1e9))
-        .map_err(|e| e.to_string())
 }
 
+/// Now as float Unix seconds.
 fn now_secs() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+    time::unix_secs_f64(time::now())
 }
 
 fn form(pairs: &[(&str, String)]) -> String {
@@ -315,7 +310,7 @@ fn filter_arg(s: &str) -> Result<Value, String> {
             let (field, v) = (s[..i].trim(), s[i + op.len()..].trim());
             let value = match v.parse::<f64>() {
                 Ok(x) if field != "duration" => x,
-                _ => sightline_query::time::parse_duration(v).map_err(|e| e.to_string())? as f64,
+                _ => time::parse_duration(v).map_err(|e| e.to_string())? as f64,
             };
             return Ok(json!({"field": field, "op": op, "value": value}));
         }
@@ -638,5 +633,13 @@ mod tests {
         assert_eq!(urlencode("a b+c"), "a%20b%2Bc");
         assert!(time_arg("-1h").is_ok());
         assert!(time_arg("-x").is_err());
+        assert_eq!(time_arg("1.5").ok(), Some("1.500000000".into()));
+        assert_eq!(
+            time_arg("-x"),
+            Err("bad request: cannot parse \"x\" as a duration".into())
+        );
+        let now: f64 = time_arg("now").unwrap_or_default().parse().unwrap_or(0.0);
+        let hour_ago: f64 = time_arg("-1h").unwrap_or_default().parse().unwrap_or(0.0);
+        assert!((now - hour_ago - 3600.0).abs() < 5.0, "{now} {hour_ago}");
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Supported conditions:
 //! * intrinsics `name`, `status` (`error`, `ok`, `unset`), `kind` (`server`, `client`, ...),
-//!   `duration` (with a unit: `ns`, `us`, `ms`, `s`, `m`, `h`), also spelled `span:name`,
+//!   `duration` (with a unit: `ns`, `us`, `ms`, `s`, `m`, `h`; the unit table of
+//!   [`DurationDialect::TraceQl`]), also spelled `span:name`,
 //!   `span:status`, `span:kind`, `span:duration`;
 //! * attributes `span.key`, `resource.key` and unscoped `.key`, compared with `=`, `!=`, `=~`,
 //!   `!~` against strings (and `true`/`false`), or with `=`, `!=`, `<`, `<=`, `>`, `>=` against
@@ -22,6 +23,7 @@ use sightline_storage::MatchOp;
 
 use super::filter::{CmpOp, Cond, DURATION_KEY, Scope};
 use crate::error::{QueryError, Result};
+use crate::time::DurationDialect;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
@@ -47,18 +49,6 @@ fn unsupported(what: impl Into<String>) -> QueryError {
 
 fn parse_err(what: impl Into<String>) -> QueryError {
     QueryError::Parse(what.into())
-}
-
-fn unit_nanos(unit: &str) -> Option<f64> {
-    Some(match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "m" => 60e9,
-        "h" => 3600e9,
-        _ => return None,
-    })
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -153,7 +143,8 @@ fn lex(src: &str) -> Result<Vec<Tok>> {
                 if unit.is_empty() {
                     out.push(Tok::Num(value));
                 } else {
-                    let mult = unit_nanos(&unit)
+                    let mult = DurationDialect::TraceQl
+                        .unit_nanos(&unit)
                         .ok_or_else(|| parse_err(format!("unknown duration unit {unit:?}")))?;
                     out.push(Tok::Duration(value * mult));
                 }
@@ -443,44 +434,6 @@ fn num_op(op: &str) -> Result<CmpOp> {
     })
 }
 
-/// Parses a duration like `250ms`, `1.5s`, `1m30s` or `2h` (Go's syntax; units `ns`, `us`,
-/// `µs`, `ms`, `s`, `m`, `h`) into nanoseconds.
-pub fn parse_duration(src: &str) -> Result<i64> {
-    let s = src.trim();
-    let bad = || {
-        QueryError::BadRequest(format!(
-            "bad duration {src:?} (use e.g. 250ms, 1.5s, 1m30s)"
-        ))
-    };
-    if s.is_empty() {
-        return Err(bad());
-    }
-    if s == "0" {
-        return Ok(0);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if n == 0 {
-            return Err(bad());
-        }
-        let value: f64 = rest[..n].parse().map_err(|_| bad())?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        total += value * unit_nanos(&rest[..u]).ok_or_else(bad)?;
-        rest = &rest[u..];
-    }
-    if !total.is_finite() || total > i64::MAX as f64 {
-        return Err(bad());
-    }
-    Ok(total.round() as i64)
-}
-
 /// Parses Tempo's logfmt `tags` parameter (`service.name=api http.status_code=500
 /// msg="two words"`) into equality conditions on unscoped keys.
 pub fn parse_tags(src: &str) -> Result<Vec<Cond>> {
@@ -609,17 +562,6 @@ mod tests {
             "{ .a = 1x }",
         ] {
             assert!(matches!(parse(q), Err(QueryError::Parse(_))), "{q}");
-        }
-    }
-
-    #[test]
-    fn parses_go_durations() {
-        assert_eq!(parse_duration("250ms").expect("ok"), 250_000_000);
-        assert_eq!(parse_duration("1m30s").expect("ok"), 90_000_000_000);
-        assert_eq!(parse_duration("1.5s").expect("ok"), 1_500_000_000);
-        assert_eq!(parse_duration("0").expect("ok"), 0);
-        for b in ["", "5", "ms", "5x", "-1s"] {
-            assert!(parse_duration(b).is_err(), "{b}");
         }
     }
 

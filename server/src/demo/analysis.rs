@@ -159,10 +159,7 @@ async fn detectors(
     let list = demo_detectors(truth);
     // Detectors read the `history` before *now*: cover the whole generated history (which
     // ends at now unless --end moved it), within the 11,000-point limit at 60 s steps.
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
+    let now_ms = sightline_query::time::now().as_millis();
     let history_s = ((now_ms - truth.start_ms) / 1000 + 600).clamp(3600, MAX_HISTORY_S);
     for d in &list {
         let spec = json!({

@@ -23,6 +23,7 @@ use sightline_query::QueryError;
 use sightline_query::logs::{
     Direction, HistogramGroup, HistogramRequest, LogFilter, SearchRequest, histogram, search,
 };
+use sightline_query::time::DurationDialect;
 use sightline_storage::{
     Deadline, LogRecord, MatchOp, Matcher, SpanId, TenantId, TimeRange, TraceId, UnixNanos,
 };
@@ -271,7 +272,7 @@ async fn histogram_handler(
         filter.deadline = deadline.clone();
         let span = filter.time.end.0 - filter.time.start.0;
         let step_ns = match param(&p, "step") {
-            Some(s) => params::parse_step(s).map_err(bad)?,
+            Some(s) => DurationDialect::LokiStep.parse(s).map_err(bad)?.0,
             // About 100 buckets, whole seconds.
             None => ((span / 100).max(1_000_000_000) + 999_999_999) / 1_000_000_000 * 1_000_000_000,
         };

@@ -28,6 +28,7 @@ use sightline_query::QueryError;
 use sightline_query::logs::Direction;
 use sightline_query::logs::logql::eval::{QueryOutput, QueryValue, RangeParams, Series};
 use sightline_query::logs::logql::{self, eval};
+use sightline_query::time::{self, DurationDialect, TimeDialect};
 use sightline_storage::{Deadline, TenantId};
 
 use super::params::{self, get as param};
@@ -242,7 +243,7 @@ async fn query_range(
         let (start_ns, end_ns) = params::time_range(&p, DEFAULT_SPAN_NS).map_err(bad)?;
         let (limit, direction) = limit_and_direction(&p)?;
         let step_ns = match param(&p, "step") {
-            Some(s) => params::parse_step(s).map_err(bad)?,
+            Some(s) => DurationDialect::LokiStep.parse(s).map_err(bad)?.0,
             // Loki's default: (end - start) / 250, at least one second.
             None => ((end_ns - start_ns) / 250 / 1_000_000_000).max(1) * 1_000_000_000,
         };
@@ -282,8 +283,8 @@ async fn query(
         let text = param(&p, "query").ok_or_else(|| bad("query parameter is required"))?;
         let expr = logql::parse(text).map_err(query_err)?;
         let time_ns = match param(&p, "time") {
-            Some(t) => params::parse_time(t).map_err(bad)?,
-            None => params::now_ns(),
+            Some(t) => TimeDialect::Loki.parse(t).map_err(bad)?.0,
+            None => time::now().0,
         };
         let out =
             eval::query_instant(&store, &tenant, &expr, time_ns, deadline).map_err(query_err)?;

@@ -1,7 +1,9 @@
 //! Request parameters shared by the log APIs (native and Loki): form/query-string pairs,
-//! timestamps and durations in the forms Loki accepts.
+//! timestamps and durations in the forms Loki accepts (`sightline_query::time`'s Loki
+//! dialects).
 
 use axum::http::{HeaderMap, Method};
+use sightline_query::time::{self, DurationDialect, TimeDialect};
 
 /// Parameters of a request: the query string's pairs, then (for POST) the form body's pairs or
 /// a JSON object's fields (arrays become repeated pairs, non-string scalars their JSON text).
@@ -68,67 +70,25 @@ pub(crate) fn all<'a>(p: &'a [(String, String)], name: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// Now, in Unix nanoseconds.
-pub(crate) fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-/// A timestamp as Loki accepts it: an integer (nanoseconds; 10 digits or fewer are seconds), a
-/// float (seconds), or RFC3339.
-pub(crate) fn parse_time(s: &str) -> Result<i64, String> {
-    let s = s.trim();
-    let bad = || format!("invalid timestamp {s:?}: use Unix nanoseconds, seconds or RFC3339");
-    if let Ok(n) = s.parse::<i64>() {
-        let digits = s.trim_start_matches('-').len();
-        return if digits <= 10 {
-            n.checked_mul(1_000_000_000).ok_or_else(bad)
-        } else {
-            Ok(n)
-        };
-    }
-    if let Ok(f) = s.parse::<f64>() {
-        let ns = f * 1e9;
-        return if ns.is_finite() && ns.abs() < 9.2e18 {
-            Ok(ns.round() as i64)
-        } else {
-            Err(bad())
-        };
-    }
-    // RFC 3339 (any offset), through the same parser as the other query APIs.
-    sightline_query::time::parse_time(s)
-        .map(|t| t.0)
-        .map_err(|_| bad())
-}
-
-/// A step or window: a duration (`30s`, `1m`) or a number of seconds (`15`, `0.5`).
-pub(crate) fn parse_step(s: &str) -> Result<i64, String> {
-    let s = s.trim();
-    if let Ok(f) = s.parse::<f64>() {
-        let ns = f * 1e9;
-        if ns.is_finite() && (1.0..9.2e18).contains(&ns) {
-            return Ok(ns.round() as i64);
-        }
-        return Err(format!("invalid step {s:?}: must be positive"));
-    }
-    sightline_query::logs::logql::parse_duration(s).map_err(|e| e.to_string())
-}
-
 /// The `[start, end]` of a request: `start`/`end` (or `since` as a duration before `end`),
 /// defaulting to the last `default_span_ns`.
 pub(crate) fn time_range(
     p: &[(String, String)],
     default_span_ns: i64,
 ) -> Result<(i64, i64), String> {
+    let loki_time = |s: &str| TimeDialect::Loki.parse(s).map_err(|e| e.to_string());
     let end = match get(p, "end") {
-        Some(e) => parse_time(e)?,
-        None => now_ns(),
+        Some(e) => loki_time(e)?.0,
+        None => time::now().0,
     };
     let start = match (get(p, "start"), get(p, "since")) {
-        (Some(s), _) => parse_time(s)?,
-        (None, Some(since)) => end.saturating_sub(parse_step(since)?),
+        (Some(s), _) => loki_time(s)?.0,
+        (None, Some(since)) => {
+            let since = DurationDialect::LokiStep
+                .parse(since)
+                .map_err(|e| e.to_string())?;
+            end.saturating_sub(since.0)
+        }
         (None, None) => end.saturating_sub(default_span_ns),
     };
     if end < start {
@@ -142,24 +102,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timestamps() {
-        assert_eq!(parse_time("1700000000"), Ok(1_700_000_000_000_000_000));
+    fn ranges() {
+        let p = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
         assert_eq!(
-            parse_time("1700000000000000001"),
-            Ok(1_700_000_000_000_000_001)
-        );
-        assert_eq!(parse_time("1700000000.5"), Ok(1_700_000_000_500_000_000));
-        assert_eq!(
-            parse_time("2023-11-14T22:13:20Z"),
-            Ok(1_700_000_000_000_000_000)
+            time_range(&p(&[("start", "1700000000"), ("end", "1700000060")]), 1),
+            Ok((1_700_000_000_000_000_000, 1_700_000_060_000_000_000))
         );
         assert_eq!(
-            parse_time("2023-11-14T23:13:20.25+01:00"),
-            Ok(1_700_000_000_250_000_000)
+            time_range(&p(&[("since", "1m"), ("end", "1700000060")]), 1),
+            Ok((1_700_000_000_000_000_000, 1_700_000_060_000_000_000))
         );
-        assert!(parse_time("yesterday").is_err());
-        assert_eq!(parse_step("1m"), Ok(60_000_000_000));
-        assert_eq!(parse_step("15"), Ok(15_000_000_000));
-        assert!(parse_step("0").is_err());
+        assert_eq!(
+            time_range(&p(&[("end", "yesterday")]), 1),
+            Err("invalid timestamp \"yesterday\": use Unix nanoseconds, seconds or RFC3339".into())
+        );
+        assert_eq!(
+            time_range(&p(&[("since", "0")]), 1),
+            Err("invalid step \"0\": must be positive".into())
+        );
+        assert!(time_range(&p(&[("start", "2"), ("end", "1")]), 1).is_err());
     }
 }

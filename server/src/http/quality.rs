@@ -25,8 +25,9 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
+use sightline_query::time::{self, DurationDialect, TimeDialect};
 
-use super::params::{get as param, parse_step, parse_time};
+use super::params::get as param;
 use super::traces::{bad, query_pairs};
 use super::{ApiError, AppState, request_tenant as tenant};
 use crate::quality::empty::explain_empty;
@@ -63,11 +64,11 @@ fn quality_error(e: QualityError) -> ApiError {
 
 fn range(p: &[(String, String)]) -> Result<(i64, i64), ApiError> {
     let end = match param(p, "end") {
-        Some(e) => parse_time(e).map_err(bad)?,
-        None => super::params::now_ns(),
+        Some(e) => TimeDialect::Loki.parse(e).map_err(bad)?.0,
+        None => time::now().0,
     };
     let start = match param(p, "start") {
-        Some(s) => parse_time(s).map_err(bad)?,
+        Some(s) => TimeDialect::Loki.parse(s).map_err(bad)?.0,
         None => end.saturating_sub(DEFAULT_RANGE_NS),
     };
     if end <= start {
@@ -94,7 +95,12 @@ async fn series_handler(
     let by = GroupKey::parse(param(&p, "by").unwrap_or("model")).map_err(quality_error)?;
     let (start_ns, end_ns) = range(&p)?;
     let step_ns = match param(&p, "step") {
-        Some(s) => parse_step(s).map_err(|e| bad(format!("step: {e}")))?,
+        Some(s) => {
+            DurationDialect::LokiStep
+                .parse(s)
+                .map_err(|e| bad(format!("step: {e}")))?
+                .0
+        }
         None => DEFAULT_STEP_NS,
     };
     let query = QualityQuery {

@@ -25,7 +25,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prost::Message;
 use serde_json::{Value, json};
-use sightline_query::traces::traceql::{parse, parse_duration, parse_tags};
+use sightline_query::time::{DurationDialect, TimeDialect};
+use sightline_query::traces::traceql::{parse, parse_tags};
 use sightline_query::traces::{
     CmpOp, Cond, Scope, SpanHit, SpanQuery, search_traces, tag_names, tag_values, trace_by_id,
 };
@@ -34,7 +35,7 @@ use sightline_storage::{TimeRange, UnixNanos};
 pub use export::{resource_spans, span, span_attributes};
 pub use proto::{Trace, TraceByIdMetrics, TraceByIdResponse, ids_to_base64};
 
-use super::traces::{parse_trace_id, query_pairs, unix_seconds};
+use super::traces::{parse_trace_id, query_pairs};
 use super::{ApiError, AppState, request_tenant};
 
 /// The routes of this module.
@@ -141,13 +142,16 @@ async fn trace_v2(
 fn time_range(pairs: &[(String, String)]) -> Result<TimeRange, TempoError> {
     let mut start = UnixNanos(i64::MIN);
     let mut end = UnixNanos(i64::MAX);
+    let unix_seconds = |k: &str, v: &str| {
+        TimeDialect::UnixSeconds
+            .parse(v)
+            .map_err(|e| bad(format!("{k}: {e}")))
+    };
     for (k, v) in pairs {
         match k.as_str() {
             "start" if v != "0" => start = unix_seconds(k, v)?,
             // Tempo's end is inclusive at second resolution.
-            "end" if v != "0" => {
-                end = UnixNanos(unix_seconds(k, v)?.0.saturating_add(1_000_000_000))
-            }
+            "end" if v != "0" => end = unix_seconds(k, v)?.saturating_add(1_000_000_000),
             _ => {}
         }
     }
@@ -209,7 +213,10 @@ async fn search(
                 "q" => q.conds.extend(parse(v).map_err(|e| bad(format!("invalid TraceQL query: {e}")))?),
                 "tags" => q.conds.extend(parse_tags(v).map_err(|e| bad(format!("invalid tags: {e}")))?),
                 "minDuration" | "maxDuration" if !v.is_empty() => {
-                    let n = parse_duration(v).map_err(|e| bad(format!("{k}: {e}")))?;
+                    let n = DurationDialect::TraceQl
+                        .parse(v)
+                        .map_err(|e| bad(format!("{k}: {}", sightline_query::QueryError::from(e))))?
+                        .0;
                     let op = if k == "minDuration" { CmpOp::Ge } else { CmpOp::Le };
                     q.conds.push(Cond::number(Scope::Any, "duration", op, n as f64));
                 }

@@ -24,7 +24,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 use sightline_query::QueryError;
-use sightline_query::traces::traceql::{parse, parse_duration};
+use sightline_query::time::{DurationDialect, TimeDialect};
+use sightline_query::traces::traceql::parse;
 use sightline_query::traces::{
     CmpOp, Cond, GroupBy, RedQuery, Scope, SortBy, SpanQuery, TraceView, red, search_spans,
     search_traces, trace_by_id,
@@ -98,18 +99,6 @@ pub(crate) fn json_pairs(body: &[u8]) -> Result<Vec<(String, String)>, ApiError>
     Ok(out)
 }
 
-/// Unix seconds (fractions allowed) to nanoseconds.
-pub(crate) fn unix_seconds(key: &str, v: &str) -> Result<UnixNanos, ApiError> {
-    let s: f64 = v
-        .trim()
-        .parse()
-        .map_err(|_| bad(format!("{key}: expected unix seconds, got {v:?}")))?;
-    if !s.is_finite() || s.abs() > 9.2e9 {
-        return Err(bad(format!("{key}: {v} is out of range")));
-    }
-    Ok(UnixNanos((s * 1e9).round() as i64))
-}
-
 /// `key op value` of an `attr` parameter (`k=v`, `k!=v`, `k=~re`, `k!~re`).
 fn attr_cond(scope: Scope, spec: &str) -> Result<Cond, ApiError> {
     let ops = [
@@ -153,15 +142,6 @@ fn num(key: &str, v: &str) -> Result<f64, ApiError> {
         .ok_or_else(|| bad(format!("{key}: expected a number, got {v:?}")))
 }
 
-fn duration_param(key: &str, v: &str) -> Result<f64, ApiError> {
-    if let Ok(n) = v.trim().parse::<i64>() {
-        return Ok(n as f64);
-    }
-    parse_duration(v)
-        .map(|n| n as f64)
-        .map_err(|e| bad(format!("{key}: {e}")))
-}
-
 /// Numeric range parameters: `(min key, max key, attribute key)`.
 const RANGES: &[(&str, &str, &str)] = &[
     (
@@ -200,12 +180,26 @@ pub(crate) fn filters(
     let mut end = UnixNanos(i64::MAX);
     let mut conds = Vec::new();
     let mut explain = false;
+    // Durations: integer nanoseconds or TraceQL's (`250ms`); the message names the parameter.
+    let duration = |k: &str, v: &str| {
+        DurationDialect::NanosOrTraceQl
+            .parse(v)
+            .map_err(|e| bad(format!("{k}: {}", QueryError::from(e))))
+    };
     for (k, v) in pairs {
         let k = k.as_str();
         let eq = |key: &str| Cond::string(Scope::Any, key, MatchOp::Eq, v).map_err(query_error);
         match k {
-            "start" => start = unix_seconds(k, v)?,
-            "end" => end = unix_seconds(k, v)?,
+            "start" | "end" => {
+                let t = TimeDialect::UnixSeconds
+                    .parse(v)
+                    .map_err(|e| bad(format!("{k}: {e}")))?;
+                if k == "start" {
+                    start = t;
+                } else {
+                    end = t;
+                }
+            }
             "service" => conds.push(eq("service.name")?),
             "name" => conds.push(eq("name")?),
             // The request or the response model (a request for `gpt-4o` is answered by a dated
@@ -226,13 +220,13 @@ pub(crate) fn filters(
                 Scope::Any,
                 "duration",
                 CmpOp::Ge,
-                duration_param(k, v)?,
+                duration(k, v)?.0 as f64,
             )),
             "max_duration" => conds.push(Cond::number(
                 Scope::Any,
                 "duration",
                 CmpOp::Le,
-                duration_param(k, v)?,
+                duration(k, v)?.0 as f64,
             )),
             "attr" => conds.push(attr_cond(Scope::Any, v)?),
             "span_attr" => conds.push(attr_cond(Scope::Span, v)?),
@@ -395,7 +389,13 @@ fn red_now(
     let f = filters(pairs, &["step", "group_by"])?;
     let step_nanos = match last(pairs, "step") {
         None => 60_000_000_000,
-        Some(s) => duration_param("step", s)? as i64,
+        // Through f64 as before: integer steps past 2^53 ns round as they always did.
+        Some(s) => {
+            DurationDialect::NanosOrTraceQl
+                .parse(s)
+                .map_err(|e| bad(format!("step: {}", QueryError::from(e))))?
+                .0 as f64 as i64
+        }
     };
     let group_by = match last(pairs, "group_by") {
         None | Some("service") => GroupBy::Service,

@@ -70,24 +70,9 @@ impl Tok {
     }
 }
 
-/// Parses a Go/Prometheus duration (`1h30m`, `5m`, `250ms`, `1d`) into nanoseconds; unlike
-/// the HTTP parameters, LogQL needs the unit, and the duration must be positive.
-pub fn parse_duration(s: &str) -> Result<i64> {
-    let s = s.trim();
-    if s.parse::<f64>().is_ok() {
-        return Err(QueryError::Parse(format!(
-            "bad duration {s:?}: a unit is needed"
-        )));
-    }
-    let total = crate::time::parse_duration(s)
-        .map_err(|_| QueryError::Parse(format!("bad duration {s:?}")))?;
-    if total <= 0 {
-        return Err(QueryError::Parse(format!(
-            "duration {s:?} must be positive"
-        )));
-    }
-    Ok(total)
-}
+/// LogQL durations (`[5m]`, `offset 1h`, `> 250ms`): [`crate::time::DurationDialect::LogQl`],
+/// re-exported as `logs::logql::parse_duration`.
+pub use crate::time::parse_logql_duration as parse_duration;
 
 pub(crate) fn lex(src: &str) -> Result<Vec<Tok>> {
     let chars: Vec<char> = src.chars().collect();

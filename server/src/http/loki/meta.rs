@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use sightline_query::logs::Labels;
 use sightline_query::logs::logql::eval::{SelectedLine, select_lines, selector_matches};
 use sightline_query::logs::logql::parse_selector;
+use sightline_query::time::DurationDialect;
 use sightline_storage::{Deadline, Matcher, ScanStats, Store, TenantId, TimeRange, UnixNanos};
 
 use super::{LokiError, bad, fmt_value, prepare, query_err, run, ts_seconds};
@@ -248,7 +249,7 @@ handler!(volume_range, |store, tenant, p, deadline| {
         ..
     } = lines(&store, &tenant, &p, deadline)?;
     let step = match param(&p, "step") {
-        Some(s) => params::parse_step(s).map_err(bad)?,
+        Some(s) => DurationDialect::LokiStep.parse(s).map_err(bad)?.0,
         None => ((end - start) / 250 / 1_000_000_000).max(1) * 1_000_000_000,
     };
     if (end - start) / step > sightline_query::logs::MAX_BUCKETS as i64 {

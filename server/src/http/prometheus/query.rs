@@ -8,7 +8,7 @@
 //! the request answers 503 `timeout` and the evaluation stops.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -25,12 +25,10 @@ use super::{ApiError, request_params, success, tenant};
 use crate::http::AppState;
 use crate::otlp::metrics::format_float;
 
-/// Milliseconds since the epoch, now.
+/// Milliseconds since the epoch, now ([`sightline_query::time::now`] at the Prometheus API's
+/// resolution).
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+    sightline_query::time::UnixMillis::from(sightline_query::time::now()).0
 }
 
 /// The deadline of a request: its `timeout` parameter, capped by the configured limit.
