@@ -76,10 +76,8 @@ pub enum DetectorError {
     Disabled,
 }
 
-/// Wall-clock time in ms since the epoch.
+/// Wall-clock time in ms since the epoch ([`sightline_query::time::now`], the one clock the
+/// query layer reads).
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    sightline_query::time::now().as_millis()
 }

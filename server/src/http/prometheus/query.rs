@@ -25,12 +25,6 @@ use super::{ApiError, request_params, success, tenant};
 use crate::http::AppState;
 use crate::otlp::metrics::format_float;
 
-/// Milliseconds since the epoch, now ([`sightline_query::time::now`] at the Prometheus API's
-/// resolution).
-pub fn now_ms() -> i64 {
-    sightline_query::time::UnixMillis::from(sightline_query::time::now()).0
-}
-
 /// The deadline of a request: its `timeout` parameter, capped by the configured limit.
 pub fn query_timeout(st: &AppState, p: &Params) -> Result<Duration, ApiError> {
     let asked = p
@@ -81,7 +75,7 @@ pub async fn instant(
     let run = async {
         let tenant = tenant(&st, &headers)?;
         let p = request_params(&method, &headers, q.as_deref(), &body);
-        let time = p.time_or("time", now_ms())?;
+        let time = p.time_or("time", sightline_query::time::now().as_millis())?;
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
         let r = evaluate(&st, tenant, timeout, move |src, budget| {
@@ -137,7 +131,7 @@ pub async fn exemplars(
     let run = async {
         let tenant = tenant(&st, &headers)?;
         let p = request_params(&method, &headers, q.as_deref(), &body);
-        let now = now_ms();
+        let now = sightline_query::time::now().as_millis();
         p.time_or("start", now)?;
         p.time_or("end", now)?;
         let timeout = query_timeout(&st, &p)?;

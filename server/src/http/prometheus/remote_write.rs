@@ -35,7 +35,6 @@ use prost::Message as _;
 use sightline_storage::{MetricBatch, MetricKind, Sample, SeriesDef, TenantId};
 
 use super::meta::valid_label_name;
-use super::query::now_ms;
 use super::{FamilyMeta, PromState};
 use crate::error::IngestError;
 use crate::http::AppState;
@@ -416,7 +415,12 @@ async fn receive(
         drop(bytes);
         ps.remember_metadata(&tenant, request_metadata(&req));
         let lookup = |family: &str| ps.family_metadata(&tenant, family);
-        let mapped = map_request(&req, &limits, now_ms(), &lookup)?;
+        let mapped = map_request(
+            &req,
+            &limits,
+            sightline_query::time::now().as_millis(),
+            &lookup,
+        )?;
         drop(req);
         for (reason, n) in [
             ("unsupported_exemplar", mapped.exemplars),
