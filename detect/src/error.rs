@@ -157,15 +157,6 @@ pub enum DetectError {
         reason: String,
     },
 
-    /// A file operation of a path helper (the only I/O of this crate) failed.
-    #[error("i/o error on {path}: {message}")]
-    Io {
-        /// The path involved.
-        path: String,
-        /// The operating system's message.
-        message: String,
-    },
-
     /// A numerical routine produced a non-finite result (e.g. a special function failed);
     /// reported instead of returning NaN.
     #[error("numerical failure in {what}")]

@@ -42,5 +42,5 @@ pub use model::{
     candle_device,
 };
 pub use nbeats::NBeats;
-pub use persist::{SavedModel, load_dir, save_dir};
+pub use persist::SavedModel;
 pub use train::{TrainControl, TrainProgress, min_training_len, no_progress, train};

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use sightline_detect::forecast::{ComputeDevice, TrainedModel, candle_device};
 use sightline_storage::fsutil;
 
 use super::DetectorError;
@@ -61,6 +62,35 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), DetectorError> {
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), DetectorError> {
     let bytes = serde_json::to_vec_pretty(value).map_err(|e| DetectorError::Io(e.to_string()))?;
     write_private(path, &bytes)
+}
+
+/// File name of a model's weights inside its directory.
+pub const WEIGHTS_FILE: &str = "model.safetensors";
+/// File name of a model's card inside its directory.
+pub const CARD_FILE: &str = "model.json";
+
+/// Saves a trained model into `dir` as [`WEIGHTS_FILE`] and [`CARD_FILE`], each replaced
+/// atomically with [`write_private`]. The weights go first: a crash between the two leaves a
+/// card whose `weights_hash` does not match, which [`load_model`] refuses (the series is then
+/// trained again), never a model assembled from two trainings.
+pub fn save_model(dir: &Path, model: &TrainedModel) -> Result<(), DetectorError> {
+    let saved = model
+        .to_bytes()
+        .map_err(|e| DetectorError::Io(format!("{}: {e}", dir.display())))?;
+    write_private(&dir.join(WEIGHTS_FILE), &saved.weights)?;
+    write_private(&dir.join(CARD_FILE), saved.card_json.as_bytes())
+}
+
+/// Loads the model [`save_model`] wrote into `dir` (onto the CPU, where scoring runs).
+pub fn load_model(dir: &Path) -> Result<TrainedModel, DetectorError> {
+    let device = candle_device(ComputeDevice::Cpu)
+        .map_err(|e| DetectorError::Io(format!("{}: {e}", dir.display())))?;
+    let w = dir.join(WEIGHTS_FILE);
+    let weights = std::fs::read(&w).map_err(io(&w))?;
+    let c = dir.join(CARD_FILE);
+    let card = std::fs::read_to_string(&c).map_err(io(&c))?;
+    TrainedModel::from_bytes(&weights, &card, &device)
+        .map_err(|e| DetectorError::Io(format!("{}: {e}", dir.display())))
 }
 
 /// Read JSON from `path`; `None` when the file does not exist.
@@ -178,6 +208,44 @@ mod tests {
         let missing: Option<serde_json::Value> =
             read_json(&dir.path().join("nope.json")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(missing, None);
+    }
+
+    #[test]
+    fn models_are_saved_atomically_owner_only_and_a_torn_pair_is_refused() {
+        use sightline_detect::forecast::{
+            Architecture, NBeatsConfig, TrainConfig, no_progress, train,
+        };
+        let mut cfg = NBeatsConfig::small(Architecture::Generic, 4, 2);
+        for st in &mut cfg.stacks {
+            st.width = 8;
+            st.layers = 1;
+            st.blocks = 1;
+        }
+        let tc = TrainConfig {
+            max_steps: 5,
+            batch_size: 8,
+            eval_every: 5,
+            ..TrainConfig::default()
+        };
+        let series: Vec<f64> = (0..64).map(|i| (i as f64 / 4.0).sin()).collect();
+        let trained = |seed| {
+            let tc = TrainConfig { seed, ..tc.clone() };
+            train(&series, None, &cfg, &tc, &mut no_progress).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (a, b) = (trained(1), trained(2));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let m = dir.path().join("models/k");
+        save_model(&m, &a).unwrap_or_else(|e| panic!("{e}"));
+        let back = load_model(&m).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.forecast(&series).ok(), a.forecast(&series).ok());
+        assert_eq!(mode(&m.join(WEIGHTS_FILE)), FILE_MODE);
+        assert_eq!(mode(&m.join(CARD_FILE)), FILE_MODE);
+        assert!(!m.join("model.tmp").exists());
+        // A crash between the two writes: b's weights with a's card. Refused, not mixed.
+        let b_bytes = b.to_bytes().unwrap_or_else(|e| panic!("{e}"));
+        write_private(&m.join(WEIGHTS_FILE), &b_bytes.weights).unwrap_or_else(|e| panic!("{e}"));
+        assert!(load_model(&m).is_err());
+        assert!(load_model(&dir.path().join("missing")).is_err());
     }
 
     #[test]

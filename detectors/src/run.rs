@@ -19,9 +19,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use sightline_detect::anomaly::{AnomalyReport, Direction, ValueRange, detect_continued};
-use sightline_detect::forecast::{
-    ComputeDevice, TrainControl, TrainProgress, candle_device, load_dir, save_dir, train,
-};
+use sightline_detect::forecast::{TrainControl, TrainProgress, train};
 use sightline_query::promql::{Budget, QueryResult, StoreSource, range_query};
 use sightline_storage::{Store, TenantId};
 
@@ -420,7 +418,7 @@ fn train_models(
                 if cancelled() {
                     return Err("cancelled".into());
                 }
-                if let Err(e) = save_dir(&model, &det.model_dir(&key)) {
+                if let Err(e) = crate::files::save_model(&det.model_dir(&key), &model) {
                     tracing::warn!(detector = %spec.name, error = %e, "cannot save model");
                 }
                 det.models.lock().insert(key, Arc::new(model));
@@ -444,8 +442,7 @@ fn model_for(det: &Detector, key: &str) -> Option<Arc<sightline_detect::forecast
     if !dir.exists() {
         return None;
     }
-    let device = candle_device(ComputeDevice::Cpu).ok()?;
-    match load_dir(&dir, &device) {
+    match crate::files::load_model(&dir) {
         Ok(m) => {
             let m = Arc::new(m);
             det.models.lock().insert(key.to_owned(), m.clone());

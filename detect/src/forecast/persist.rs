@@ -1,13 +1,11 @@
 //! Saving and loading trained models: weights as safetensors bytes (candle's serialisation),
-//! the [`ModelCard`] as JSON. Byte functions do no I/O; [`save_dir`]/[`load_dir`] are the thin
-//! path helpers (the only file access in this crate), writing `model.safetensors` and
-//! `model.json` into a directory.
+//! the [`ModelCard`] as JSON, as bytes only. Where the bytes are kept is the caller's business
+//! (the server's detectors write them atomically as `model.safetensors` and `model.json`).
 //!
 //! Loading checks that the card's format version is known, that the weights hash matches the
 //! bytes, and that every tensor the config needs is present with the right shape.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use candle_core::Device;
 
@@ -18,10 +16,6 @@ use crate::error::{DetectError, Result};
 
 /// Format version written into every model card.
 pub const FORMAT_VERSION: u32 = 1;
-/// File name of the weights inside a model directory.
-pub const WEIGHTS_FILE: &str = "model.safetensors";
-/// File name of the model card inside a model directory.
-pub const CARD_FILE: &str = "model.json";
 
 /// A saved model as bytes.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,31 +73,4 @@ impl TrainedModel {
         let net = NBeats::from_tensors(&card.model, &tensors, device)?;
         Ok(Self { net, card })
     }
-}
-
-fn io_err(path: &Path) -> impl Fn(std::io::Error) -> DetectError + '_ {
-    move |e| DetectError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    }
-}
-
-/// Write `model.safetensors` and `model.json` into `dir` (created if missing).
-pub fn save_dir(model: &TrainedModel, dir: &Path) -> Result<()> {
-    let saved = model.to_bytes()?;
-    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let w = dir.join(WEIGHTS_FILE);
-    std::fs::write(&w, &saved.weights).map_err(io_err(&w))?;
-    let c = dir.join(CARD_FILE);
-    std::fs::write(&c, saved.card_json.as_bytes()).map_err(io_err(&c))?;
-    Ok(())
-}
-
-/// Load a model saved by [`save_dir`] onto `device`.
-pub fn load_dir(dir: &Path, device: &Device) -> Result<TrainedModel> {
-    let w = dir.join(WEIGHTS_FILE);
-    let weights = std::fs::read(&w).map_err(io_err(&w))?;
-    let c = dir.join(CARD_FILE);
-    let card = std::fs::read_to_string(&c).map_err(io_err(&c))?;
-    TrainedModel::from_bytes(&weights, &card, device)
 }

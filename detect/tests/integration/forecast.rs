@@ -119,13 +119,6 @@ fn training_is_deterministic_and_save_load_round_trips() {
     assert!(loaded.card.data_hash.starts_with("fnv1a64:"));
     assert!(loaded.card.weights_hash.is_some());
 
-    // Directory helpers.
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    sightline_detect::forecast::save_dir(&a, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    let from_dir =
-        sightline_detect::forecast::load_dir(dir.path(), &device).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(from_dir.forecast(&series).unwrap_or_default(), fa);
-
     // Tampered weights are refused, not loaded.
     let mut bad = saved.weights.clone();
     if let Some(last) = bad.last_mut() {
