@@ -24,6 +24,37 @@ pub mod context;
 pub mod evaluate;
 pub mod recover;
 
+/// Span builders the assembly tests share.
+#[cfg(test)]
+pub(crate) mod test_spans {
+    use sightline_storage::{AttrValue, SpanId, SpanRecord, TraceId, UnixNanos};
+
+    /// A string attribute value.
+    pub(crate) fn s(v: &str) -> AttrValue {
+        AttrValue::Str(v.into())
+    }
+
+    /// Span `id` of trace `[9; 16]` under `parent`, starting at `start` ns, 10 ns long.
+    pub(crate) fn span(
+        id: u8,
+        parent: Option<u8>,
+        start: i64,
+        attrs: Vec<(&str, AttrValue)>,
+    ) -> SpanRecord {
+        let mut r = SpanRecord::new(
+            TraceId([9; 16]),
+            SpanId([id; 8]),
+            "rag",
+            format!("span {id}"),
+            UnixNanos(start),
+            UnixNanos(start + 10),
+        );
+        r.parent_span_id = parent.map(|p| SpanId([p; 8]));
+        r.attributes = attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        r
+    }
+}
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;

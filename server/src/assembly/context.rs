@@ -291,25 +291,8 @@ pub fn has_context(s: &SpanRecord, events: &[SpanEvent]) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::assembly::test_spans::{s, span};
     use sightline_storage::{TraceId, UnixNanos};
-
-    fn s(v: &str) -> AttrValue {
-        AttrValue::Str(v.into())
-    }
-
-    fn span(id: u8, parent: Option<u8>, start: i64, attrs: Vec<(&str, AttrValue)>) -> SpanRecord {
-        let mut r = SpanRecord::new(
-            TraceId([9; 16]),
-            SpanId([id; 8]),
-            "rag",
-            format!("span {id}"),
-            UnixNanos(start),
-            UnixNanos(start + 10),
-        );
-        r.parent_span_id = parent.map(|p| SpanId([p; 8]));
-        r.attributes = attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        r
-    }
 
     #[test]
     fn documents_then_tools_then_system_instructions() {

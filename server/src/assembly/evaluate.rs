@@ -288,25 +288,7 @@ fn evaluate(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use sightline_storage::{TraceId, UnixNanos};
-
-    fn s(v: &str) -> AttrValue {
-        AttrValue::Str(v.into())
-    }
-
-    fn span(id: u8, parent: Option<u8>, start: i64, attrs: Vec<(&str, AttrValue)>) -> SpanRecord {
-        let mut r = SpanRecord::new(
-            TraceId([9; 16]),
-            SpanId([id; 8]),
-            "rag",
-            format!("span {id}"),
-            UnixNanos(start),
-            UnixNanos(start + 10),
-        );
-        r.parent_span_id = parent.map(|p| SpanId([p; 8]));
-        r.attributes = attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        r
-    }
+    use crate::assembly::test_spans::{s, span};
 
     fn retriever(id: u8, parent: Option<u8>, start: i64) -> SpanRecord {
         span(
