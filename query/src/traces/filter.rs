@@ -16,9 +16,9 @@
 
 use arrow_array::{
     Array, BooleanArray, FixedSizeBinaryArray, Float64Array, Int64Array, MapArray, RecordBatch,
-    StringArray, StructArray, UInt8Array,
+    StringArray, UInt8Array,
 };
-use sightline_storage::model::AttrKind;
+use sightline_storage::columnar::AttrReader;
 use sightline_storage::predicate::span_kind_name;
 use sightline_storage::schema::{self, col};
 use sightline_storage::{AttrValue, MAX_ANY_OF, MatchOp, Matcher, Predicate, Signal, StatusCode};
@@ -389,112 +389,29 @@ fn eval_num_column(batch: &RecordBatch, column: &str, op: CmpOp, v: f64) -> Resu
     Err(missing(column))
 }
 
-/// Reads the attribute map columns of a span batch without copying.
-pub struct AttrList<'a> {
-    offsets: &'a [i32],
-    keys: &'a StringArray,
-    kind: &'a UInt8Array,
-    str_: &'a StringArray,
-    int: &'a Int64Array,
-    double: &'a Float64Array,
-    bool_: &'a BooleanArray,
-    bytes: &'a arrow_array::BinaryArray,
+/// Reads the attribute map column `name` of a span batch through storage's one reader of the
+/// attribute layout; a missing column is an execution error naming it.
+pub fn attr_reader<'a>(batch: &'a RecordBatch, name: &str) -> Result<AttrReader<'a>> {
+    let map = batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<MapArray>())
+        .ok_or_else(|| missing(name))?;
+    Ok(AttrReader::new(map)?)
 }
 
-fn child<'a, T: 'static>(s: &'a StructArray, i: usize, what: &str) -> Result<&'a T> {
-    s.columns()
-        .get(i)
-        .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| missing(what))
-}
-
-impl<'a> AttrList<'a> {
-    /// Wraps an attribute map column.
-    pub fn new(map: &'a MapArray) -> Result<Self> {
-        let entries = map.entries();
-        let values = child::<StructArray>(entries, 1, "attribute values")?;
-        Ok(Self {
-            offsets: map.value_offsets(),
-            keys: child(entries, 0, "attribute keys")?,
-            kind: child(values, 0, "attribute kind")?,
-            str_: child(values, 1, "attribute str")?,
-            int: child(values, 2, "attribute int")?,
-            double: child(values, 3, "attribute double")?,
-            bool_: child(values, 4, "attribute bool")?,
-            bytes: child(values, 5, "attribute bytes")?,
-        })
-    }
-
-    /// Reads the map column `name` of a batch.
-    pub fn of(batch: &'a RecordBatch, name: &str) -> Result<Self> {
-        let map = batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<MapArray>())
-            .ok_or_else(|| missing(name))?;
-        Self::new(map)
-    }
-
-    fn range(&self, row: usize) -> Result<std::ops::Range<usize>> {
-        let (Some(&a), Some(&b)) = (self.offsets.get(row), self.offsets.get(row + 1)) else {
-            return Err(missing("attribute offsets"));
-        };
-        if a < 0 || b < a || b as usize > self.keys.len() {
-            return Err(missing("attribute offsets"));
-        }
-        Ok(a as usize..b as usize)
-    }
-
-    /// The value of `key` in row `row`.
-    pub fn get(&self, row: usize, key: &str) -> Result<Option<AttrValue>> {
-        for e in self.range(row)? {
-            if self.keys.value(e) == key {
-                return self.value(e).map(Some);
-            }
-        }
-        Ok(None)
-    }
-
-    /// Every `(key, value)` of row `row`.
-    pub fn row(&self, row: usize) -> Result<Vec<(String, AttrValue)>> {
-        self.range(row)?
-            .map(|e| Ok((self.keys.value(e).to_owned(), self.value(e)?)))
-            .collect()
-    }
-
-    fn value(&self, e: usize) -> Result<AttrValue> {
-        Ok(match AttrKind::from_code(self.kind.value(e)) {
-            Some(AttrKind::Str) => AttrValue::Str(self.str_.value(e).to_owned()),
-            Some(AttrKind::Bool) => AttrValue::Bool(self.bool_.value(e)),
-            Some(AttrKind::Int) => AttrValue::Int(self.int.value(e)),
-            Some(AttrKind::Double) => AttrValue::Double(self.double.value(e)),
-            Some(AttrKind::Bytes) => AttrValue::Bytes(self.bytes.value(e).to_vec()),
-            Some(AttrKind::Array | AttrKind::KvList) => {
-                let json: serde_json::Value =
-                    serde_json::from_str(self.str_.value(e)).map_err(|err| {
-                        QueryError::Execution(format!("stored attribute JSON: {err}"))
-                    })?;
-                AttrValue::from_typed_json(&json)
-                    .ok_or_else(|| QueryError::Execution("stored attribute JSON shape".into()))?
-            }
-            Some(AttrKind::Empty) => AttrValue::Empty,
-            None => return Err(missing("attribute kind code")),
-        })
-    }
-}
-
-fn attr_lists(batch: &RecordBatch, source: Source) -> Result<Vec<AttrList<'_>>> {
+fn attr_lists(batch: &RecordBatch, source: Source) -> Result<Vec<AttrReader<'_>>> {
     Ok(match source {
-        Source::SpanAttr => vec![AttrList::of(batch, col::ATTRIBUTES)?],
-        Source::ResourceAttr => vec![AttrList::of(batch, col::RESOURCE_ATTRIBUTES)?],
+        Source::SpanAttr => vec![attr_reader(batch, col::ATTRIBUTES)?],
+        Source::ResourceAttr => vec![attr_reader(batch, col::RESOURCE_ATTRIBUTES)?],
         Source::AnyAttr => vec![
-            AttrList::of(batch, col::ATTRIBUTES)?,
-            AttrList::of(batch, col::RESOURCE_ATTRIBUTES)?,
+            attr_reader(batch, col::ATTRIBUTES)?,
+            attr_reader(batch, col::RESOURCE_ATTRIBUTES)?,
         ],
         Source::Column(_) => Vec::new(),
     })
 }
 
-fn lookup(lists: &[AttrList<'_>], row: usize, key: &str) -> Result<Option<AttrValue>> {
+fn lookup(lists: &[AttrReader<'_>], row: usize, key: &str) -> Result<Option<AttrValue>> {
     for l in lists {
         if let Some(v) = l.get(row, key)? {
             return Ok(Some(v));

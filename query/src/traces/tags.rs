@@ -4,13 +4,14 @@ use std::collections::BTreeSet;
 
 use arrow_array::{Array, Float64Array, Int64Array, StringArray, UInt8Array};
 use serde::Serialize;
+use sightline_storage::columnar::AttrReader;
 use sightline_storage::predicate::span_kind_name;
 use sightline_storage::schema::{self, col};
 use sightline_storage::{
     AttrValue, Deadline, ScanStats, Signal, StatusCode, Store, TenantId, TimeRange,
 };
 
-use super::filter::{AttrList, Cond, NUMERIC_COLUMNS, Scope};
+use super::filter::{Cond, NUMERIC_COLUMNS, Scope, attr_reader};
 use super::search::scan_matching;
 use crate::error::Result;
 
@@ -88,7 +89,7 @@ pub fn tag_names(
             (col::ATTRIBUTES, &mut span),
             (col::RESOURCE_ATTRIBUTES, &mut resource),
         ] {
-            let list = AttrList::of(b, name)?;
+            let list = attr_reader(b, name)?;
             for row in 0..b.num_rows() {
                 for (k, _) in list.row(row)? {
                     if set.len() >= MAX_TAGS {
@@ -218,12 +219,12 @@ pub fn tag_values(
             }
             return Ok(());
         }
-        let lists: Vec<AttrList<'_>> = match scope {
-            Scope::Span => vec![AttrList::of(b, col::ATTRIBUTES)?],
-            Scope::Resource => vec![AttrList::of(b, col::RESOURCE_ATTRIBUTES)?],
+        let lists: Vec<AttrReader<'_>> = match scope {
+            Scope::Span => vec![attr_reader(b, col::ATTRIBUTES)?],
+            Scope::Resource => vec![attr_reader(b, col::RESOURCE_ATTRIBUTES)?],
             Scope::Any => vec![
-                AttrList::of(b, col::ATTRIBUTES)?,
-                AttrList::of(b, col::RESOURCE_ATTRIBUTES)?,
+                attr_reader(b, col::ATTRIBUTES)?,
+                attr_reader(b, col::RESOURCE_ATTRIBUTES)?,
             ],
         };
         for (i, keep) in mask.iter().enumerate() {

@@ -47,8 +47,13 @@ fn opt_f64(a: &Float64Array, i: usize) -> Option<f64> {
     (!a.is_null(i)).then(|| a.value(i))
 }
 
-/// Reads an attribute map column (`attributes`, `resource_attributes`) of a batch without
-/// copying: entries of a row, their keys, and their values as text or typed.
+/// Reads an attribute map column (`attributes`, `resource_attributes`, or the event and link
+/// attribute lists) of a batch without copying: entries of a row, their keys, and their values
+/// as text or typed.
+///
+/// This is the one reader of the `Map<Utf8, Struct<kind, str, int, double, bool, bytes>>`
+/// layout: the store, the segment writer and `sightline-query` all read attributes through it.
+/// A layout or kind code that does not match is [`StorageError::Corruption`].
 pub struct AttrReader<'a> {
     offsets: &'a [i32],
     keys: &'a StringArray,
@@ -103,7 +108,8 @@ impl<'a> AttrReader<'a> {
         self.keys.value(entry)
     }
 
-    pub(crate) fn value(&self, entry: usize) -> Result<AttrValue> {
+    /// The typed value of entry `entry` (array and kv-list values are parsed from their JSON).
+    pub fn value(&self, entry: usize) -> Result<AttrValue> {
         let kind = AttrKind::from_code(self.kind.value(entry))
             .ok_or_else(|| bad(format!("unknown attribute kind {}", self.kind.value(entry))))?;
         Ok(match kind {
@@ -140,7 +146,18 @@ impl<'a> AttrReader<'a> {
         Ok(None)
     }
 
-    pub(crate) fn row(&self, row: usize) -> Result<Attributes> {
+    /// The typed value of `key` in row `row`, if the row has the key (the first entry wins).
+    pub fn get(&self, row: usize, key: &str) -> Result<Option<AttrValue>> {
+        for e in self.range(row)? {
+            if self.key(e) == key {
+                return self.value(e).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every `(key, value)` entry of row `row`, in stored order.
+    pub fn row(&self, row: usize) -> Result<Attributes> {
         self.range(row)?
             .map(|e| Ok((self.key(e).to_owned(), self.value(e)?)))
             .collect()
@@ -428,4 +445,56 @@ pub(crate) fn sample_columns(
         column(batch, col::TIMESTAMP)?,
         column(batch, col::VALUE)?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columnar::spans_to_batch;
+
+    #[test]
+    fn attr_reader_reads_typed_values_rows_and_keys() {
+        let mut a = SpanRecord::new(
+            TraceId([1; 16]),
+            SpanId([1; 8]),
+            "svc",
+            "op",
+            UnixNanos(1),
+            UnixNanos(2),
+        );
+        a.attributes = vec![
+            ("s".into(), AttrValue::Str("x".into())),
+            ("i".into(), AttrValue::Int(7)),
+            ("d".into(), AttrValue::Double(1.5)),
+            ("b".into(), AttrValue::Bool(true)),
+            (
+                "arr".into(),
+                AttrValue::Array(vec![AttrValue::Int(1), AttrValue::Str("y".into())]),
+            ),
+        ];
+        let mut b = a.clone();
+        b.span_id = SpanId([2; 8]);
+        b.attributes = Vec::new();
+        let batch = spans_to_batch(&[a.clone(), b]).expect("batch");
+        let reader = AttrReader::new(column::<MapArray>(&batch, col::ATTRIBUTES).expect("map"))
+            .expect("reader");
+        assert_eq!(reader.row(0).expect("row"), a.attributes);
+        assert!(reader.row(1).expect("row").is_empty());
+        assert_eq!(reader.get(0, "i").expect("get"), Some(AttrValue::Int(7)));
+        assert_eq!(
+            reader.get(0, "d").expect("get"),
+            Some(AttrValue::Double(1.5))
+        );
+        assert_eq!(
+            reader.get(0, "b").expect("get"),
+            Some(AttrValue::Bool(true))
+        );
+        assert_eq!(reader.get(0, "nope").expect("get"), None);
+        assert_eq!(reader.get(1, "s").expect("get"), None);
+        assert_eq!(reader.find(0, "s").expect("find").as_deref(), Some("x"));
+        let e = reader.range(0).expect("range").start + 1;
+        assert_eq!(reader.key(e), "i");
+        assert_eq!(reader.value(e).expect("value"), AttrValue::Int(7));
+        assert!(reader.range(2).is_err(), "row past the end is an error");
+    }
 }
