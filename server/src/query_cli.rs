@@ -62,7 +62,7 @@ pub struct QueryArgs {
 pub enum QueryCommand {
     /// A PromQL expression: instant at --time (default now), or a range with --start/--end/--step.
     ///
-    /// Example: sightline query promql 'sum by (model) (rate(gen_ai_client_token_usage_total[5m]))' --start -1h --step 1m
+    /// Example: sightline query promql 'sum by (gen_ai_request_model) (rate(gen_ai_client_token_usage_sum[5m]))' --start -1h --step 1m
     Promql {
         /// The expression.
         expr: String,
