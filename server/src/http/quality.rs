@@ -236,20 +236,52 @@ fn provenance_query(p: &[(String, String)]) -> Result<ProvenanceQuery, ApiError>
     })
 }
 
-async fn provenance(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+/// One provenance question: parses the shared parameters, runs `question` (given the store, the
+/// tenant, the query and the raw parameters) on the runner and answers its JSON.
+async fn provenance_route<F>(
+    st: &AppState,
+    headers: &HeaderMap,
+    q: Option<&str>,
+    question: F,
+) -> Response
+where
+    F: FnOnce(
+            &sightline_storage::Store,
+            &sightline_storage::TenantId,
+            &ProvenanceQuery,
+            &[(String, String)],
+            &sightline_storage::Deadline,
+        ) -> Result<serde_json::Value, QualityError>
+        + Send
+        + 'static,
+{
     let run = async {
-        let tenant = tenant(&st.0, &headers)?;
-        let query = provenance_query(&query_pairs(q.as_deref()))?;
-        let store = st.0.store().clone();
+        let tenant = tenant(st, headers)?;
+        let pairs = query_pairs(q);
+        let query = provenance_query(&pairs)?;
+        let store = st.store().clone();
         let t = tenant.clone();
-        let answers =
-            st.0.run(&tenant, move |deadline| {
-                provenance::answers(&store, &t, &query, deadline).map_err(quality_error)
+        let answer = st
+            .run(&tenant, move |deadline| {
+                question(&store, &t, &query, &pairs, deadline).map_err(quality_error)
             })
             .await?;
-        Ok::<_, ApiError>(axum::Json(json!({ "answers": answers })).into_response())
+        Ok::<_, ApiError>(axum::Json(answer).into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn provenance(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    provenance_route(
+        &st.0,
+        &headers,
+        q.as_deref(),
+        |store, t, query, _, deadline| {
+            let answers = provenance::answers(store, t, query, deadline)?;
+            Ok(json!({ "answers": answers }))
+        },
+    )
+    .await
 }
 
 async fn provenance_groups(
@@ -257,22 +289,17 @@ async fn provenance_groups(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let run = async {
-        let tenant = tenant(&st.0, &headers)?;
-        let pairs = query_pairs(q.as_deref());
-        let query = provenance_query(&pairs)?;
-        let by = provenance::ProvenanceBy::parse(param(&pairs, "by").unwrap_or("model"))
-            .map_err(quality_error)?;
-        let store = st.0.store().clone();
-        let t = tenant.clone();
-        let groups =
-            st.0.run(&tenant, move |deadline| {
-                provenance::groups(&store, &t, &query, by, deadline).map_err(quality_error)
-            })
-            .await?;
-        Ok::<_, ApiError>(axum::Json(json!({ "groups": groups })).into_response())
-    };
-    run.await.unwrap_or_else(IntoResponse::into_response)
+    provenance_route(
+        &st.0,
+        &headers,
+        q.as_deref(),
+        |store, t, query, pairs, deadline| {
+            let by = provenance::ProvenanceBy::parse(param(pairs, "by").unwrap_or("model"))?;
+            let groups = provenance::groups(store, t, query, by, deadline)?;
+            Ok(json!({ "groups": groups }))
+        },
+    )
+    .await
 }
 
 async fn document_usage(
@@ -280,19 +307,14 @@ async fn document_usage(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let run = async {
-        let tenant = tenant(&st.0, &headers)?;
-        let query = provenance_query(&query_pairs(q.as_deref()))?;
-        let store = st.0.store().clone();
-        let t = tenant.clone();
-        let (documents, retrieval) =
-            st.0.run(&tenant, move |deadline| {
-                provenance::documents(&store, &t, &query, deadline).map_err(quality_error)
-            })
-            .await?;
-        Ok::<_, ApiError>(
-            axum::Json(json!({ "documents": documents, "retrieval": retrieval })).into_response(),
-        )
-    };
-    run.await.unwrap_or_else(IntoResponse::into_response)
+    provenance_route(
+        &st.0,
+        &headers,
+        q.as_deref(),
+        |store, t, query, _, deadline| {
+            let (documents, retrieval) = provenance::documents(store, t, query, deadline)?;
+            Ok(json!({ "documents": documents, "retrieval": retrieval }))
+        },
+    )
+    .await
 }
