@@ -15,6 +15,7 @@
 //! system instructions alone ("You are a helpful assistant") are no evidence to ground on.
 //! `L`'s events include the GenAI log records correlated to it ([`log_events`]).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use sightline_detect::hallucination::RetrievedDocument;
@@ -98,13 +99,13 @@ impl<'a> TraceContent<'a> {
         self.spans
     }
 
-    /// `s`'s events followed by those of its correlated log records.
-    pub fn events_of(&self, s: &SpanRecord) -> Vec<SpanEvent> {
-        let mut events = s.events.clone();
-        if let Some(more) = self.log_events.get(&s.span_id) {
-            events.extend(more.iter().cloned());
+    /// `s`'s events followed by those of its correlated log records (borrowed when it has
+    /// no such records, the common case).
+    pub fn events_of<'s>(&self, s: &'s SpanRecord) -> Cow<'s, [SpanEvent]> {
+        match self.log_events.get(&s.span_id) {
+            Some(more) => Cow::Owned(s.events.iter().chain(more).cloned().collect()),
+            None => Cow::Borrowed(&s.events),
         }
-        events
     }
 
     /// Whether `s` descends from `target` (walks up, bounded by the trace's size, so a cycle

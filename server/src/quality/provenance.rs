@@ -314,6 +314,20 @@ fn unsupported_of(e: &SpanRecord) -> i64 {
     }
 }
 
+/// An evaluation's retrieved documents and unsupported sentences, when it passes `q`'s
+/// `document` and `unsupported` filters.
+fn selected(e: &SpanRecord, q: &ProvenanceQuery) -> Option<(Vec<String>, i64)> {
+    let documents = strs(attr(e, "sightline.evaluation.documents"));
+    if q.document.as_ref().is_some_and(|d| !documents.contains(d)) {
+        return None;
+    }
+    let unsupported = unsupported_of(e);
+    if q.unsupported_only && unsupported == 0 {
+        return None;
+    }
+    Some((documents, unsupported))
+}
+
 /// The per-sentence provenance of the evidence JSON.
 fn sentences(evidence: Option<&AttrValue>) -> Vec<SentenceProvenance> {
     let Some(AttrValue::Str(text)) = evidence else {
@@ -410,16 +424,9 @@ pub fn answers(
 ) -> Result<Vec<AnswerProvenance>, QualityError> {
     let mut out = Vec::new();
     each_evaluation(store, tenant, q, deadline, |e| {
-        let documents = strs(attr(e, "sightline.evaluation.documents"));
-        if let Some(d) = &q.document
-            && !documents.contains(d)
-        {
+        let Some((documents, unsupported)) = selected(e, q) else {
             return;
-        }
-        let unsupported = unsupported_of(e);
-        if q.unsupported_only && unsupported == 0 {
-            return;
-        }
+        };
         let label = match attr(e, "sightline.evaluation.label") {
             Some(AttrValue::Str(s)) => Some(s.clone()),
             _ => None,
@@ -546,15 +553,9 @@ pub fn groups(
     let mut groups: std::collections::HashMap<String, ProvenanceGroup> =
         std::collections::HashMap::new();
     each_evaluation(store, tenant, q, deadline, |e| {
-        if let Some(d) = &q.document
-            && !strs(attr(e, "sightline.evaluation.documents")).contains(d)
-        {
+        let Some((_, unsupported)) = selected(e, q) else {
             return;
-        }
-        let unsupported = unsupported_of(e);
-        if q.unsupported_only && unsupported == 0 {
-            return;
-        }
+        };
         let key = match by {
             ProvenanceBy::Model => model_of(e),
             ProvenanceBy::Route => str_attr(e, ROUTE_KEY),
