@@ -11,7 +11,7 @@ echo "==> disk free where the build goes: $(df -h --output=avail "${CARGO_TARGET
 
 VENV="${SIGHTLINE_VENV:-$PWD/.venv}"
 PY_REQS=(tests/python/requirements.txt)
-for extra in detect/tests/python/requirements.txt server/tests/python/requirements.txt; do
+for extra in detect/tests/python/requirements.txt cli/tests/python/requirements.txt; do
   [[ -f "$extra" ]] && PY_REQS+=("$extra")
 done
 
@@ -26,7 +26,7 @@ OPENLIT_VENV="${SIGHTLINE_OPENLIT_VENV:-$PWD/.venv-openlit}"
 if [[ ! -x "$OPENLIT_VENV/bin/python" ]]; then
   python3 -m venv "$OPENLIT_VENV"
 fi
-"$OPENLIT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r server/tests/python/requirements-openlit.txt
+"$OPENLIT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r cli/tests/python/requirements-openlit.txt
 export SIGHTLINE_OPENLIT_PYTHON="$OPENLIT_VENV/bin/python"
 export SIGHTLINE_REQUIRE_PYTHON=1
 

@@ -36,7 +36,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use sightline_storage::{FsyncPolicy, StoreConfig};
 
-use crate::cli::{FsyncMode, LogFormat, ServeArgs};
+mod flags;
+
+pub use flags::{FsyncMode, LogFormat, ServeArgs};
+
 use crate::error::ConfigError;
 use crate::limits::Limits;
 

@@ -44,8 +44,8 @@ pub fn init_logging(cfg: &LogConfig) -> Result<(), ConfigError> {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     let result = match cfg.format {
-        crate::cli::LogFormat::Json => builder.json().try_init(),
-        crate::cli::LogFormat::Text => builder.try_init(),
+        crate::config::LogFormat::Json => builder.json().try_init(),
+        crate::config::LogFormat::Text => builder.try_init(),
     };
     result.map_err(|e| ConfigError::Invalid(format!("logging already initialised: {e}")))
 }

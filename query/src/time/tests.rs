@@ -249,7 +249,7 @@ fn unix_seconds() {
     assert!(p("2026-01-01T00:00:00Z").is_err());
 }
 
-// From server/src/query_cli.rs (`time_arg`).
+// From cli/src/query.rs (`time_arg`).
 #[test]
 fn relative_times() {
     let now = UnixNanos(1_767_225_600_000_000_000);

@@ -1,6 +1,6 @@
 //! `sightline demo`: the whole product on realistic LLM traffic in one command.
 //!
-//! Starts the real server in-process ([`crate::serve::start`]), generates days of history of a
+//! Starts the real server in-process ([`sightline_server::serve::start`]), generates days of history of a
 //! RAG chat service with four injected incidents ([`app`], [`traffic`], [`kpi`],
 //! [`incidents`]), sends it through OTLP/HTTP protobuf to its own listener ([`otlp_out`]),
 //! records the LLM quality series as metrics, creates detectors through the detectors API,
@@ -23,11 +23,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{FsyncMode, ServeArgs};
-use crate::config::Config;
+use crate::api_client::{ApiClient, Credentials};
 use incidents::{Timeline, Truth};
 use kpi::Kpis;
-use otlp_out::Client;
+use sightline_server::config::{Config, FsyncMode, ServeArgs};
 use traffic::{Batch, MAX_CONVERSATION_MIN, Traffic};
 
 /// Flags of `sightline demo`.
@@ -79,13 +78,13 @@ pub enum DemoError {
     Args(String),
     /// The server failed to start or stop.
     #[error(transparent)]
-    Serve(#[from] crate::ServeError),
+    Serve(#[from] sightline_server::ServeError),
     /// Configuration.
     #[error(transparent)]
-    Config(#[from] crate::ConfigError),
+    Config(#[from] sightline_server::ConfigError),
     /// A request to the demo's own server failed.
     #[error("request failed: {0}")]
-    Http(String),
+    Http(#[from] crate::api_client::ApiError),
     /// The server answered something unexpected.
     #[error("{0}")]
     Api(String),
@@ -143,7 +142,7 @@ impl Generator {
 }
 
 async fn export(
-    client: &Client,
+    client: &ApiClient,
     batch: Batch,
     metrics: Vec<opentelemetry_proto::tonic::metrics::v1::Metric>,
 ) -> Result<(), DemoError> {
@@ -187,8 +186,11 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     }
     let config = config(&args)?;
     let data_dir = config.data_dir.clone();
-    let server = crate::serve::start(config).await?;
-    let client = Client::new(server.http_addr);
+    let server = sightline_server::serve::start(config).await?;
+    let client = ApiClient::http(
+        Some(&format!("http://{}", server.http_addr)),
+        Credentials::default(),
+    )?;
     let minutes = ((args.days * 1440.0).round() as i64).max(60);
     let end_ms = match args.end {
         Some(s) => s * 1000 / MIN_MS * MIN_MS,
@@ -291,7 +293,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         end_ms,
         data_dir.display()
     );
-    let stop = crate::shutdown::signal();
+    let stop = sightline_server::shutdown::signal();
     if args.live {
         let live = live(client.clone(), generator, minutes, held);
         tokio::select! {
@@ -309,7 +311,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
 /// later turns are generated with it but held back until their time has come, so nothing is
 /// sent ahead of the clock.
 async fn live(
-    client: Client,
+    client: ApiClient,
     mut g: Generator,
     mut m: i64,
     mut held: Batch,

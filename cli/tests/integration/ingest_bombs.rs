@@ -259,7 +259,7 @@ fn a_spent_decoded_budget_answers_retry_later() {
         grpc_addr: "127.0.0.1:0".parse().unwrap(),
         ..sightline_server::Config::default()
     };
-    config.storage.fsync = sightline_server::cli::FsyncMode::Never;
+    config.storage.fsync = sightline_server::config::FsyncMode::Never;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

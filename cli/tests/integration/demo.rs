@@ -55,24 +55,103 @@ fn mean(
     vals.iter().sum::<f64>() / vals.len() as f64
 }
 
-struct KillOnDrop(std::process::Child);
+/// A `sightline demo` child process, killed if a test fails before stopping it.
+pub struct Demo {
+    child: std::process::Child,
+    /// Its HTTP listener.
+    pub http_addr: std::net::SocketAddr,
+    /// Its data directory.
+    pub data: std::path::PathBuf,
+    tmp: tempfile::TempDir,
+}
 
-impl Drop for KillOnDrop {
+impl Demo {
+    /// Starts `sightline demo` with `args` on free ports and a fresh data directory.
+    pub fn start(args: &[&str]) -> Demo {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let (http_addr, grpc_addr) = (free_addr(), free_addr());
+        let out = std::fs::File::create(tmp.path().join("stdout")).unwrap();
+        let err = std::fs::File::create(tmp.path().join("stderr")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_sightline"))
+            .arg("demo")
+            .args(args)
+            .arg("--data-dir")
+            .arg(&data)
+            .args([
+                "--http-addr",
+                &http_addr.to_string(),
+                "--grpc-addr",
+                &grpc_addr.to_string(),
+            ])
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .unwrap();
+        Demo {
+            child,
+            http_addr,
+            data,
+            tmp,
+        }
+    }
+
+    /// Waits until the demo has written its findings (its analysis is done and it keeps
+    /// serving); returns what it printed.
+    pub fn wait_for_analysis(&mut self) -> String {
+        let findings_path = self.data.join("demo-findings.json");
+        let t0 = Instant::now();
+        while !findings_path.exists() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!(
+                    "demo exited early with {st}: {}",
+                    std::fs::read_to_string(self.tmp.path().join("stderr")).unwrap_or_default()
+                );
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(300),
+                "demo did not finish its analysis"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(Duration::from_millis(300)); // the report is printed right after
+        eprintln!("demo analysis took {:.1} s", t0.elapsed().as_secs_f64());
+        std::fs::read_to_string(self.tmp.path().join("stdout")).unwrap()
+    }
+
+    /// SIGTERM, then the demo must exit 0 within a minute.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                assert!(st.success(), "demo exited with {st}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "demo did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Demo {
     fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }
 
 #[test]
 fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let (http_addr, grpc_addr) = (free_addr(), free_addr());
-    let out = std::fs::File::create(tmp.path().join("stdout")).unwrap();
-    let err = std::fs::File::create(tmp.path().join("stderr")).unwrap();
     // A fixed phase of the day (the history ends at the last UTC midnight), so the generated
     // data, and with it every statistic below, is the same on every run; the detectors still
     // read that history, which lies within their reach before now.
@@ -82,46 +161,15 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
         .as_secs()
         / 86_400
         * 86_400;
-    let child = Command::new(env!("CARGO_BIN_EXE_sightline"))
-        .args(["demo", "--days", "0.25", "--seed", "7"])
-        .args(["--end", &end.to_string()])
-        .arg("--data-dir")
-        .arg(&data)
-        .args([
-            "--http-addr",
-            &http_addr.to_string(),
-            "--grpc-addr",
-            &grpc_addr.to_string(),
-        ])
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .spawn()
-        .unwrap();
-    // killed if an assertion fails before the orderly SIGTERM at the end
-    let mut child = KillOnDrop(child);
+    let mut demo = Demo::start(&["--days", "0.25", "--seed", "7", "--end", &end.to_string()]);
+    let report = demo.wait_for_analysis();
+    let (http_addr, data) = (demo.http_addr, demo.data.clone());
     let findings_path = data.join("demo-findings.json");
-    let t0 = Instant::now();
-    while !findings_path.exists() {
-        if let Ok(Some(st)) = child.0.try_wait() {
-            panic!(
-                "demo exited early with {st}: {}",
-                std::fs::read_to_string(tmp.path().join("stderr")).unwrap_or_default()
-            );
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(300),
-            "demo did not finish its analysis"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_millis(300)); // the report is printed right after
-    eprintln!("demo analysis took {:.1} s", t0.elapsed().as_secs_f64());
     let truth: Value =
         serde_json::from_str(&std::fs::read_to_string(data.join("demo-truth.json")).unwrap())
             .unwrap();
     let findings: Value =
         serde_json::from_str(&std::fs::read_to_string(&findings_path).unwrap()).unwrap();
-    let report = std::fs::read_to_string(tmp.path().join("stdout")).unwrap();
     eprintln!("{report}");
     let incidents = truth["incidents"].as_array().unwrap();
     assert_eq!(incidents.len(), 4);
@@ -333,21 +381,5 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
 
     // Still serving; SIGTERM stops it cleanly.
     assert_eq!(get(http_addr, "/health").0, 200);
-    let pid = child.0.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(st) = child.0.try_wait().unwrap() {
-            assert!(st.success(), "demo exited with {st}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "demo did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    demo.stop();
 }

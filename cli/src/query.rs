@@ -12,17 +12,17 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::body::Body;
+use axum::http::Method;
 use clap::{Args, Subcommand};
-use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use sightline_query::QueryError;
 use sightline_query::time::{self, RelativeTime};
+use sightline_server::auth::Auth;
+use sightline_server::ingest::Ingest;
+use sightline_server::limits::Limits;
+use sightline_server::telemetry::Telemetry;
 
-use crate::auth::Auth;
-use crate::ingest::Ingest;
-use crate::limits::Limits;
-use crate::telemetry::Telemetry;
+use crate::api_client::{ApiClient, Credentials, with_query};
 
 mod args;
 pub(crate) mod render;
@@ -112,145 +112,44 @@ pub enum QueryCommand {
     Documents(ProvenanceArgs),
 }
 
-/// Where requests go.
-#[allow(clippy::large_enum_variant)] // one per process
-enum Backend {
-    Http {
-        base: String,
-        client: hyper_util::client::legacy::Client<
-            hyper_util::client::legacy::connect::HttpConnector,
-            Body,
-        >,
-    },
-    Local(axum::Router),
-}
-
-impl Backend {
-    async fn send(
-        &self,
-        args: &QueryArgs,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<(u16, Vec<u8>), String> {
-        let mut req = axum::http::Request::builder().method(method);
-        if let Some(t) = &args.token {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
-        if let Some(t) = &args.tenant {
-            req = req.header("x-scope-orgid", t);
-        }
-        let body = match body {
-            Some(v) => {
-                req = req.header("content-type", "application/json");
-                Body::from(v.to_string())
-            }
-            None => Body::empty(),
-        };
-        let resp = match self {
-            Backend::Http { base, client } => {
-                let req = req
-                    .uri(format!("{base}{path}"))
-                    .body(body)
-                    .map_err(|e| e.to_string())?;
-                client
-                    .request(req)
-                    .await
-                    .map_err(|e| format!("cannot reach {base}: {e}"))?
-                    .map(Body::new)
-            }
-            Backend::Local(router) => {
-                use tower::ServiceExt as _;
-                let req = req.uri(path).body(body).map_err(|e| e.to_string())?;
-                router
-                    .clone()
-                    .oneshot(req)
-                    .await
-                    .map_err(|e| e.to_string())?
-            }
-        };
-        let status = resp.status().as_u16();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok((status, bytes.to_vec()))
+/// The client of `--url`, or of the server's router over the store of `--data-dir` opened in
+/// this process.
+fn open_client(args: &QueryArgs) -> anyhow::Result<ApiClient> {
+    let credentials = Credentials {
+        token: args.token.clone(),
+        tenant: args.tenant.clone(),
+    };
+    let Some(dir) = &args.data_dir else {
+        return Ok(ApiClient::http(args.url.as_deref(), credentials)?);
+    };
+    if !dir.exists() {
+        anyhow::bail!("{} does not exist", dir.display());
     }
-
-    /// Sends and decodes a JSON answer; non-2xx answers become errors carrying the server's
-    /// message.
-    async fn json(
-        &self,
-        args: &QueryArgs,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<Value, String> {
-        let (status, bytes) = self.send(args, method, path, body).await?;
-        let v: Value = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        if !(200..300).contains(&status) {
-            let msg = v
-                .get("error")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| v.to_string());
-            return Err(format!("HTTP {status}: {msg}"));
-        }
-        Ok(v)
-    }
-}
-
-fn open_backend(args: &QueryArgs) -> Result<Backend, String> {
-    match &args.data_dir {
-        Some(dir) => {
-            if !dir.join("MANIFEST").exists() && !dir.exists() {
-                return Err(format!("{} does not exist", dir.display()));
-            }
-            let config = sightline_storage::StoreConfig {
-                background: false,
-                ..sightline_storage::StoreConfig::default()
-            };
-            let store = sightline_storage::Store::open(dir, config).map_err(|e| match e {
-                sightline_storage::StorageError::Locked(_) => format!(
-                    "{} is in use by a running server; ask it with --url instead",
-                    dir.display()
-                ),
-                e => e.to_string(),
-            })?;
-            let ingest = Ingest::new(
-                Arc::new(store),
-                Limits::default(),
-                Auth::Off,
-                Arc::new(Telemetry::new()),
-            );
-            Ok(Backend::Local(crate::http::router(Arc::new(ingest).into())))
-        }
-        None => {
-            let base = args
-                .url
-                .clone()
-                .unwrap_or_else(|| "http://127.0.0.1:4318".to_owned());
-            let base = base.trim_end_matches('/').to_owned();
-            if !base.starts_with("http://") {
-                return Err(format!(
-                    "--url must be an http:// URL (put TLS in a proxy in front): {base}"
-                ));
-            }
-            let client =
-                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                    .build_http();
-            Ok(Backend::Http { base, client })
-        }
-    }
+    let config = sightline_storage::StoreConfig {
+        background: false,
+        ..sightline_storage::StoreConfig::default()
+    };
+    let store = sightline_storage::Store::open(dir, config).map_err(|e| match e {
+        sightline_storage::StorageError::Locked(_) => anyhow::anyhow!(
+            "{} is in use by a running server; ask it with --url instead",
+            dir.display()
+        ),
+        e => e.into(),
+    })?;
+    let ingest = Ingest::new(
+        Arc::new(store),
+        Limits::default(),
+        Auth::Off,
+        Arc::new(Telemetry::new()),
+    );
+    let router = sightline_server::http::router(Arc::new(ingest).into());
+    Ok(ApiClient::in_process(router, credentials))
 }
 
 /// A time argument ([`RelativeTime`]: `now`, `-DURATION` before now, RFC 3339 or Unix
 /// seconds) as Unix seconds text: nine decimals for an absolute time, three for a relative one.
-fn time_arg(s: &str) -> Result<String, String> {
-    match RelativeTime::parse(s).map_err(|e| QueryError::from(e).to_string())? {
+fn time_arg(s: &str) -> anyhow::Result<String> {
+    match RelativeTime::parse(s).map_err(QueryError::from)? {
         RelativeTime::At(t) => Ok(format!("{:.9}", t.0 as f64 / 1e9)),
         RelativeTime::Ago(d) => Ok(format!("{:.3}", now_secs() - d.0 as f64 / 1e9)),
         RelativeTime::Now => Ok(format!("{:.3}", now_secs())),
@@ -262,29 +161,8 @@ fn now_secs() -> f64 {
     time::unix_secs_f64(time::now())
 }
 
-fn form(pairs: &[(&str, String)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{k}={}", urlencode(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-fn urlencode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 /// Parses `KEY=V`, `KEY!=V`, `KEY=~RE`, `KEY!~RE`.
-fn matcher_arg(s: &str) -> Result<Value, String> {
+fn matcher_arg(s: &str) -> anyhow::Result<Value> {
     for op in ["!=", "=~", "!~", "="] {
         if let Some(i) = s.find(op) {
             // `=` must not be the first char of `=~`.
@@ -298,46 +176,48 @@ fn matcher_arg(s: &str) -> Result<Value, String> {
             return Ok(json!({"key": k, "op": op, "value": v.trim_matches('"')}));
         }
     }
-    Err(format!(
+    Err(anyhow::anyhow!(
         "cannot parse matcher {s:?}; use KEY=VALUE, KEY!=VALUE, KEY=~REGEX or KEY!~REGEX"
     ))
 }
 
 /// Parses `FIELD>VALUE` and friends; `duration` values take units.
-fn filter_arg(s: &str) -> Result<Value, String> {
+fn filter_arg(s: &str) -> anyhow::Result<Value> {
     for op in [">=", "<=", "!=", ">", "<", "="] {
         if let Some(i) = s.find(op) {
             let (field, v) = (s[..i].trim(), s[i + op.len()..].trim());
             let value = match v.parse::<f64>() {
                 Ok(x) if field != "duration" => x,
-                _ => time::parse_duration(v).map_err(|e| e.to_string())? as f64,
+                _ => time::parse_duration(v)? as f64,
             };
             return Ok(json!({"field": field, "op": op, "value": value}));
         }
     }
-    Err(format!(
+    Err(anyhow::anyhow!(
         "cannot parse filter {s:?}; use FIELD>VALUE (>=, <, <=, =, !=)"
     ))
 }
 
 /// Parses `count`, `rate`, `error_ratio`, `sum:F`, `p99:F`, `quantile:0.9:F`.
-fn agg_arg(s: &str) -> Result<Value, String> {
+fn agg_arg(s: &str) -> anyhow::Result<Value> {
     let parts: Vec<&str> = s.split(':').collect();
     Ok(match parts.as_slice() {
         [f @ ("count" | "rate" | "error_ratio")] => json!({"func": f}),
         [f @ ("sum" | "avg" | "min" | "max"), field] => json!({"func": f, "field": field}),
         ["quantile", q, field] => {
-            let q: f64 = q.parse().map_err(|_| format!("bad quantile in {s:?}"))?;
+            let q: f64 = q
+                .parse()
+                .map_err(|_| anyhow::anyhow!("bad quantile in {s:?}"))?;
             json!({"func": {"quantile": q}, "field": field})
         }
         [p, field] if p.starts_with('p') => {
             let n: f64 = p[1..]
                 .parse()
-                .map_err(|_| format!("bad percentile in {s:?}"))?;
+                .map_err(|_| anyhow::anyhow!("bad percentile in {s:?}"))?;
             json!({"func": {"quantile": n / 100.0}, "field": field})
         }
         _ => {
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "cannot parse aggregate {s:?}; use count, rate, error_ratio, sum:F, avg:F, min:F, max:F, p99:F or quantile:Q:F"
             ));
         }
@@ -349,7 +229,7 @@ fn range_args(
     since: &Option<String>,
     start: &Option<String>,
     end: &Option<String>,
-) -> Result<Vec<(&'static str, String)>, String> {
+) -> anyhow::Result<Vec<(&'static str, String)>> {
     let mut out = Vec::new();
     match (since, start) {
         (Some(d), _) => out.push(("start", time_arg(&format!("-{d}"))?)),
@@ -362,7 +242,7 @@ fn range_args(
     Ok(out)
 }
 
-fn trace_search_params(a: &TraceSearchArgs) -> Result<Vec<(&'static str, String)>, String> {
+fn trace_search_params(a: &TraceSearchArgs) -> anyhow::Result<Vec<(&'static str, String)>> {
     let mut p = range_args(&a.since, &a.start, &a.end)?;
     for (k, v) in [
         ("service", &a.service),
@@ -393,7 +273,7 @@ fn trace_search_params(a: &TraceSearchArgs) -> Result<Vec<(&'static str, String)
     Ok(p)
 }
 
-fn log_search_params(a: &LogSearchArgs) -> Result<Vec<(&'static str, String)>, String> {
+fn log_search_params(a: &LogSearchArgs) -> anyhow::Result<Vec<(&'static str, String)>> {
     let mut p = range_args(&a.since, &a.start, &a.end)?;
     for (k, v) in [
         ("query", &a.text),
@@ -419,16 +299,8 @@ fn log_search_params(a: &LogSearchArgs) -> Result<Vec<(&'static str, String)>, S
     Ok(p)
 }
 
-fn provenance_params(a: &ProvenanceArgs) -> Result<Vec<(&'static str, String)>, String> {
-    let mut p = Vec::new();
-    match (&a.since, &a.start) {
-        (Some(d), _) => p.push(("start", time_arg(&format!("-{d}"))?)),
-        (None, Some(s)) => p.push(("start", time_arg(s)?)),
-        (None, None) => {}
-    }
-    if let Some(e) = &a.end {
-        p.push(("end", time_arg(e)?));
-    }
+fn provenance_params(a: &ProvenanceArgs) -> anyhow::Result<Vec<(&'static str, String)>> {
+    let mut p = range_args(&a.since, &a.start, &a.end)?;
     for (k, v) in [
         ("document", &a.document),
         ("route", &a.route),
@@ -451,7 +323,7 @@ fn provenance_params(a: &ProvenanceArgs) -> Result<Vec<(&'static str, String)>, 
     Ok(p)
 }
 
-fn aggregate_body(a: &AggregateArgs) -> Result<Value, String> {
+fn aggregate_body(a: &AggregateArgs) -> anyhow::Result<Value> {
     let start = match (&a.since, &a.start) {
         (Some(d), _) => Some(time_arg(&format!("-{d}"))?),
         (None, Some(s)) => Some(time_arg(s)?),
@@ -479,16 +351,15 @@ fn aggregate_body(a: &AggregateArgs) -> Result<Value, String> {
 }
 
 /// Runs `sightline query` and returns what to print.
-pub fn run(args: &QueryArgs) -> Result<String, String> {
+pub fn run(args: &QueryArgs) -> anyhow::Result<String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     rt.block_on(run_async(args))
 }
 
-async fn run_async(args: &QueryArgs) -> Result<String, String> {
-    let backend = open_backend(args)?;
+async fn run_async(args: &QueryArgs) -> anyhow::Result<String> {
+    let client = open_client(args)?;
     match &args.what {
         QueryCommand::Promql {
             expr,
@@ -524,9 +395,7 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
                 ),
             };
             pairs.push(("query", expr.clone()));
-            let v = backend
-                .json(args, "GET", &format!("{path}?{}", form(&pairs)), None)
-                .await?;
+            let v = client.get(&with_query(path, &pairs)).await?;
             Ok(if args.json {
                 v.to_string()
             } else {
@@ -535,11 +404,9 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
         }
         QueryCommand::Trace { id } => {
             if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit()) {
-                return Err(format!("{id:?} is not a hex trace id"));
+                return Err(anyhow::anyhow!("{id:?} is not a hex trace id"));
             }
-            let v = backend
-                .json(args, "GET", &format!("/api/v1/traces/{id}"), None)
-                .await?;
+            let v = client.get(&format!("/api/v1/traces/{id}")).await?;
             Ok(if args.json {
                 v.to_string()
             } else {
@@ -547,8 +414,8 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
             })
         }
         QueryCommand::Traces(a) => {
-            let path = format!("/api/v1/traces/search?{}", form(&trace_search_params(a)?));
-            let v = backend.json(args, "GET", &path, None).await?;
+            let path = with_query("/api/v1/traces/search", &trace_search_params(a)?);
+            let v = client.get(&path).await?;
             Ok(if args.json {
                 v.to_string()
             } else {
@@ -556,8 +423,8 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
             })
         }
         QueryCommand::Logs(a) => {
-            let path = format!("/api/v1/logs/search?{}", form(&log_search_params(a)?));
-            let v = backend.json(args, "GET", &path, None).await?;
+            let path = with_query("/api/v1/logs/search", &log_search_params(a)?);
+            let v = client.get(&path).await?;
             Ok(if args.json {
                 v.to_string()
             } else {
@@ -569,8 +436,8 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
                 Some(_) => "/api/v1/quality/provenance/groups",
                 None => "/api/v1/quality/provenance",
             };
-            let path = format!("{route}?{}", form(&provenance_params(a)?));
-            let v = backend.json(args, "GET", &path, None).await?;
+            let path = with_query(route, &provenance_params(a)?);
+            let v = client.get(&path).await?;
             Ok(if args.json {
                 v.to_string()
             } else if a.by.is_some() {
@@ -580,8 +447,8 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
             })
         }
         QueryCommand::Documents(a) => {
-            let path = format!("/api/v1/quality/documents?{}", form(&provenance_params(a)?));
-            let v = backend.json(args, "GET", &path, None).await?;
+            let path = with_query("/api/v1/quality/documents", &provenance_params(a)?);
+            let v = client.get(&path).await?;
             Ok(if args.json {
                 v.to_string()
             } else {
@@ -590,8 +457,8 @@ async fn run_async(args: &QueryArgs) -> Result<String, String> {
         }
         QueryCommand::Aggregate(a) => {
             let body = aggregate_body(a)?;
-            let v = backend
-                .json(args, "POST", "/api/v1/aggregate", Some(body))
+            let v = client
+                .json(Method::POST, "/api/v1/aggregate", Some(&body))
                 .await?;
             Ok(if args.json {
                 v.to_string()
@@ -630,12 +497,11 @@ mod tests {
             Some(json!({"func": {"quantile": 0.99}, "field": "duration"}))
         );
         assert!(agg_arg("median").is_err());
-        assert_eq!(urlencode("a b+c"), "a%20b%2Bc");
         assert!(time_arg("-1h").is_ok());
         assert!(time_arg("-x").is_err());
         assert_eq!(time_arg("1.5").ok(), Some("1.500000000".into()));
         assert_eq!(
-            time_arg("-x"),
+            time_arg("-x").map_err(|e| e.to_string()),
             Err("bad request: cannot parse \"x\" as a duration".into())
         );
         let now: f64 = time_arg("now").unwrap_or_default().parse().unwrap_or(0.0);

@@ -1,44 +1,11 @@
-//! The command line. Every `serve` flag can also come from an environment variable
+//! The flags of `sightline serve`. Every flag can also come from an environment variable
 //! (`SIGHTLINE_*`, shown in `--help`) or from the config file; flags win over the environment,
-//! which wins over the file, which wins over the built-in defaults.
+//! which wins over the file, which wins over the built-in defaults ([`super::Config::resolve`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
-
-/// Sightline: a self-hosted observability store for LLM applications.
-#[derive(Debug, Parser)]
-#[command(name = "sightline", version, about, long_about = None)]
-pub struct Cli {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// Subcommands.
-#[derive(Debug, Subcommand)]
-#[allow(clippy::large_enum_variant)] // parsed once per process
-pub enum Command {
-    /// Run the server: OTLP/HTTP (and the HTTP APIs) on one port, OTLP/gRPC on another.
-    ///
-    /// Listens on loopback only unless told otherwise. Stops on SIGTERM or SIGINT: stops
-    /// accepting, finishes in-flight requests, flushes and fsyncs the store, exits 0.
-    Serve(ServeArgs),
-    /// Granger causality between two columns of a CSV file (does a quality metric help predict
-    /// a KPI?): the four statsmodels statistics per lag, AIC/BIC lag choice, ADF verdicts.
-    Granger(crate::granger_cli::GrangerArgs),
-    /// Ask questions: PromQL, aggregations over spans and logs, traces and logs; against a
-    /// running server (--url) or a stopped server's data directory (--data-dir).
-    Query(crate::query_cli::QueryArgs),
-    /// Start a server with days of generated LLM traffic (a RAG chat service with injected
-    /// incidents), run the detectors and Granger tests, print what was found next to the
-    /// injected truth, and keep serving.
-    Demo(crate::demo::DemoArgs),
-    /// Manage anomaly detectors of a running server: list, show, create, delete, run (with
-    /// --wait, a progress bar until training finishes).
-    Detectors(crate::detectors_cli::DetectorsArgs),
-}
+use clap::ValueEnum;
 
 /// Log output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize, serde::Serialize)]

@@ -1,7 +1,7 @@
 //! LLM analytics from real instrumentation: the `openai` Python SDK instrumented by
 //! `openinference-instrumentation-openai`, by `opentelemetry-instrumentation-openai-v2`, by
 //! OpenLLMetry's `opentelemetry-instrumentation-openai` and by OpenLIT, unmodified, exporting OTLP/HTTP to the real binary, against a deterministic fake
-//! OpenAI-compatible server on loopback (`server/tests/python/fake_openai.py`).
+//! OpenAI-compatible server on loopback (`cli/tests/python/fake_openai.py`).
 //!
 //! Per library: the LLM spans are found by model with provider and operation set; where the
 //! library records logprobs (OpenInference, inside `output.value`) the entropy columns equal

@@ -17,7 +17,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
-use sightline_server::cli::FsyncMode;
+use sightline_server::config::FsyncMode;
 use sightline_server::grpc::rpc;
 use sightline_server::{Config, Limits};
 use sightline_storage::Store;

@@ -294,16 +294,16 @@ pub fn all_samples(store: &Store, t: &TenantId) -> Vec<(u64, i64, f64)> {
 /// The Python interpreter for real-client tests: `SIGHTLINE_PYTHON`, or a loud skip (a
 /// failure when `SIGHTLINE_REQUIRE_PYTHON=1`).
 pub fn python() -> Option<PathBuf> {
-    python_from("SIGHTLINE_PYTHON", "server/tests/python/requirements.txt")
+    python_from("SIGHTLINE_PYTHON", "cli/tests/python/requirements.txt")
 }
 
-/// The Python of the OpenLIT venv (`server/tests/python/requirements-openlit.txt`; OpenLIT
+/// The Python of the OpenLIT venv (`cli/tests/python/requirements-openlit.txt`; OpenLIT
 /// needs openai < 3), from `SIGHTLINE_OPENLIT_PYTHON`; `None` (the test skips) when unset,
 /// unless `SIGHTLINE_REQUIRE_PYTHON=1`.
 pub fn openlit_python() -> Option<PathBuf> {
     python_from(
         "SIGHTLINE_OPENLIT_PYTHON",
-        "server/tests/python/requirements-openlit.txt",
+        "cli/tests/python/requirements-openlit.txt",
     )
 }
 

@@ -41,19 +41,19 @@ pub enum DifferenceArg {
 }
 
 /// Reads two numeric columns of a CSV file (plain CSV: no quoted commas).
-pub fn read_columns(path: &Path, a: &str, b: &str) -> Result<(Vec<f64>, Vec<f64>), String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+pub fn read_columns(path: &Path, a: &str, b: &str) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<String> = lines
         .next()
-        .ok_or_else(|| format!("{} is empty", path.display()))?
+        .ok_or_else(|| anyhow::anyhow!("{} is empty", path.display()))?
         .split(',')
         .map(|h| h.trim().trim_matches('"').to_owned())
         .collect();
     let find = |name: &str| {
         header.iter().position(|h| h == name).ok_or_else(|| {
-            format!(
+            anyhow::anyhow!(
                 "no column {name:?} in {} (columns: {})",
                 path.display(),
                 header.join(", ")
@@ -64,13 +64,13 @@ pub fn read_columns(path: &Path, a: &str, b: &str) -> Result<(Vec<f64>, Vec<f64>
     let (mut xa, mut xb) = (Vec::new(), Vec::new());
     for (n, line) in lines.enumerate() {
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-        let get = |i: usize, name: &str| -> Result<f64, String> {
+        let get = |i: usize, name: &str| -> anyhow::Result<f64> {
             let cell = cells
                 .get(i)
-                .ok_or_else(|| format!("row {} has no {name} cell", n + 2))?;
+                .ok_or_else(|| anyhow::anyhow!("row {} has no {name} cell", n + 2))?;
             cell.trim_matches('"')
                 .parse::<f64>()
-                .map_err(|_| format!("row {}: {name} = {cell:?} is not a number", n + 2))
+                .map_err(|_| anyhow::anyhow!("row {}: {name} = {cell:?} is not a number", n + 2))
         };
         xa.push(get(ia, a)?);
         xb.push(get(ib, b)?);
@@ -141,7 +141,7 @@ pub fn table(args: &GrangerArgs, r: &GrangerResponse) -> String {
 }
 
 /// Runs the command; returns what to print.
-pub fn run(args: &GrangerArgs) -> Result<String, String> {
+pub fn run(args: &GrangerArgs) -> anyhow::Result<String> {
     let (cause, effect) = read_columns(&args.csv, &args.cause, &args.effect)?;
     let req = GrangerRequest {
         cause,
@@ -153,9 +153,9 @@ pub fn run(args: &GrangerArgs) -> Result<String, String> {
         },
         alpha: 0.05,
     };
-    let res = granger(&req).map_err(|e| e.to_string())?;
+    let res = granger(&req)?;
     if args.json {
-        serde_json::to_string_pretty(&res).map_err(|e| e.to_string())
+        Ok(serde_json::to_string_pretty(&res)?)
     } else {
         Ok(table(args, &res))
     }

@@ -27,5 +27,6 @@ mod prometheus_api;
 mod python_clients;
 mod python_restart;
 mod quality_api;
+mod readme;
 mod remote_write;
 mod tempo_api;

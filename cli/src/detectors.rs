@@ -6,10 +6,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
+use axum::http::Method;
 use clap::{Args, Subcommand};
-use http_body_util::BodyExt as _;
 use serde_json::Value;
+
+use crate::api_client::{ApiClient, Credentials, with_query};
 
 /// Flags of `sightline detectors`.
 #[derive(Debug, Args)]
@@ -79,61 +80,6 @@ pub enum DetectorsCommand {
     },
 }
 
-struct Client {
-    base: String,
-    token: Option<String>,
-    tenant: Option<String>,
-    http: hyper_util::client::legacy::Client<
-        hyper_util::client::legacy::connect::HttpConnector,
-        Body,
-    >,
-}
-
-impl Client {
-    async fn call(&self, method: &str, path: &str, body: Option<String>) -> Result<Value, String> {
-        let mut req = axum::http::Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.base));
-        if let Some(t) = &self.token {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
-        if let Some(t) = &self.tenant {
-            req = req.header("x-scope-orgid", t);
-        }
-        let body = match body {
-            Some(b) => {
-                req = req.header("content-type", "application/json");
-                Body::from(b)
-            }
-            None => Body::empty(),
-        };
-        let req = req.body(body).map_err(|e| e.to_string())?;
-        let resp = self
-            .http
-            .request(req)
-            .await
-            .map_err(|e| format!("cannot reach {}: {e}", self.base))?;
-        let status = resp.status().as_u16();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        let v: Value = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        if !(200..300).contains(&status) {
-            let msg = v
-                .get("error")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| v.to_string());
-            return Err(format!("HTTP {status}: {msg}"));
-        }
-        Ok(v)
-    }
-}
-
 fn s(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),
@@ -146,7 +92,7 @@ fn s(v: &Value) -> String {
 fn time_ms(v: &Value) -> String {
     v.as_i64().map_or_else(
         || "-".into(),
-        |ms| crate::query_cli::render::time_ns(ms.saturating_mul(1_000_000)),
+        |ms| crate::query::render::time_ns(ms.saturating_mul(1_000_000)),
     )
 }
 
@@ -193,39 +139,25 @@ fn row(d: &Value) -> String {
 }
 
 /// Runs the subcommand; returns what to print.
-pub fn run(args: &DetectorsArgs) -> Result<String, String> {
-    let base = args
-        .url
-        .clone()
-        .unwrap_or_else(|| "http://127.0.0.1:4318".to_owned())
-        .trim_end_matches('/')
-        .to_owned();
-    if !base.starts_with("http://") {
-        return Err(format!(
-            "--url must be an http:// URL (put TLS in a proxy in front): {base}"
-        ));
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let c = Client {
-            base,
+pub fn run(args: &DetectorsArgs) -> anyhow::Result<String> {
+    let client = ApiClient::http(
+        args.url.as_deref(),
+        Credentials {
             token: args.token.clone(),
             tenant: args.tenant.clone(),
-            http: hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build_http(),
-        };
-        dispatch(&c, args).await
-    })
+        },
+    )?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(dispatch(&client, args))
 }
 
-async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
+async fn dispatch(c: &ApiClient, args: &DetectorsArgs) -> anyhow::Result<String> {
     let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
     match &args.what {
         DetectorsCommand::List => {
-            let v = c.call("GET", "/api/v1/detectors", None).await?;
+            let v = c.get("/api/v1/detectors").await?;
             if args.json {
                 return Ok(pretty(&v));
             }
@@ -236,36 +168,36 @@ async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
             Ok(items.iter().map(row).collect::<Vec<_>>().join("\n"))
         }
         DetectorsCommand::Show { name } => {
-            let v = c
-                .call("GET", &format!("/api/v1/detectors/{name}"), None)
-                .await?;
+            let v = c.get(&format!("/api/v1/detectors/{name}")).await?;
             Ok(pretty(&v))
         }
         DetectorsCommand::Create { file, replace } => {
             let text = if file.as_os_str() == "-" {
-                std::io::read_to_string(std::io::stdin()).map_err(|e| e.to_string())?
+                std::io::read_to_string(std::io::stdin())?
             } else {
                 std::fs::read_to_string(file)
-                    .map_err(|e| format!("cannot read {}: {e}", file.display()))?
+                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
             };
-            let spec: Value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+            let spec: Value = serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let v = if *replace {
-                let name = spec["name"].as_str().ok_or("the file has no \"name\"")?;
-                c.call(
-                    "PUT",
+                let name = spec["name"]
+                    .as_str()
+                    .ok_or_else(|| anyhow::anyhow!("the file has no \"name\""))?;
+                c.json(
+                    Method::PUT,
                     &format!("/api/v1/detectors/{name}"),
-                    Some(text.clone()),
+                    Some(&spec),
                 )
                 .await?
             } else {
-                c.call("POST", "/api/v1/detectors", Some(text.clone()))
+                c.json(Method::POST, "/api/v1/detectors", Some(&spec))
                     .await?
             };
             Ok(if args.json { pretty(&v) } else { row(&v) })
         }
         DetectorsCommand::Delete { name } => {
-            c.call("DELETE", &format!("/api/v1/detectors/{name}"), None)
+            c.json(Method::DELETE, &format!("/api/v1/detectors/{name}"), None)
                 .await?;
             Ok(format!("deleted {name}"))
         }
@@ -274,11 +206,9 @@ async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
             wait,
             timeout_secs,
         } => {
-            let before = c
-                .call("GET", &format!("/api/v1/detectors/{name}"), None)
-                .await?;
+            let before = c.get(&format!("/api/v1/detectors/{name}")).await?;
             let last_trained = before["status"]["last_trained_ms"].as_i64();
-            c.call("POST", &format!("/api/v1/detectors/{name}/run"), None)
+            c.json(Method::POST, &format!("/api/v1/detectors/{name}/run"), None)
                 .await?;
             if !*wait {
                 return Ok(format!("{name}: run requested"));
@@ -286,11 +216,11 @@ async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
             wait_for(c, name, last_trained, Duration::from_secs(*timeout_secs)).await
         }
         DetectorsCommand::Anomalies { detector, limit } => {
-            let mut path = format!("/api/v1/anomalies?limit={limit}");
+            let mut query = vec![("limit", limit.to_string())];
             if let Some(d) = detector {
-                path.push_str(&format!("&detector={d}"));
+                query.push(("detector", d.clone()));
             }
-            let v = c.call("GET", &path, None).await?;
+            let v = c.get(&with_query("/api/v1/anomalies", &query)).await?;
             if args.json {
                 return Ok(pretty(&v));
             }
@@ -309,23 +239,20 @@ async fn dispatch(c: &Client, args: &DetectorsArgs) -> Result<String, String> {
 
 /// Poll until a training run newer than `since` finished, drawing its progress.
 async fn wait_for(
-    c: &Client,
+    c: &ApiClient,
     name: &str,
     since: Option<i64>,
     timeout: Duration,
-) -> Result<String, String> {
+) -> anyhow::Result<String> {
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} {msg}")
-            .map_err(|e| e.to_string())?
+        indicatif::ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} {msg}")?
             .progress_chars("=> "),
     );
     bar.set_prefix(name.to_owned());
     let started = Instant::now();
     loop {
-        let v = c
-            .call("GET", &format!("/api/v1/detectors/{name}"), None)
-            .await?;
+        let v = c.get(&format!("/api/v1/detectors/{name}")).await?;
         let st = &v["status"];
         let state = st["state"].as_str().unwrap_or("");
         if let Some(p) = st["progress"].as_object() {
@@ -355,7 +282,7 @@ async fn wait_for(
         if done || (state == "failed" && trained != since) {
             bar.finish_and_clear();
             return if state == "failed" {
-                Err(format!(
+                Err(anyhow::anyhow!(
                     "{name} failed: {}",
                     st["error"].as_str().unwrap_or("unknown error")
                 ))
@@ -365,7 +292,7 @@ async fn wait_for(
         }
         if started.elapsed() > timeout {
             bar.abandon();
-            return Err(format!("{name}: still {state} after {timeout:?}"));
+            anyhow::bail!("{name}: still {state} after {timeout:?}");
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }

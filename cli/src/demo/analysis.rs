@@ -12,15 +12,17 @@
 
 use std::time::{Duration, Instant};
 
+use axum::http::{Method, StatusCode};
 use opentelemetry_proto::tonic::metrics::v1::{
     Gauge, Metric, NumberDataPoint, metric::Data, number_data_point,
 };
 use serde_json::{Value, json};
 
 use super::incidents::{CONVERSION_LAG_MIN, CSAT_LAG_MIN, ExpectedEdge, Truth};
-use super::otlp_out::{Client, metrics_request, s};
+use super::otlp_out::{metrics_request, s};
 use super::report::{Anomaly, DemoDetector, EdgeFinding, Findings, score};
 use super::{DemoArgs, DemoError};
+use crate::api_client::{Answer, ApiClient};
 
 /// Quality metrics recorded as gauges, with the grouping used.
 pub const RECORDED: [(&str, &str); 5] = [
@@ -59,12 +61,16 @@ pub fn expected_edges() -> Vec<ExpectedEdge> {
     ]
 }
 
-fn api_err(what: &str, status: u16, body: &Value) -> DemoError {
-    DemoError::Api(format!("{what}: HTTP {status}: {body}"))
+fn api_err(what: &str, status: StatusCode, body: &Value) -> DemoError {
+    DemoError::Api(format!("{what}: HTTP {}: {body}", status.as_u16()))
 }
 
 /// Records the quality series of `[start_ms, end_ms)` as gauges.
-pub async fn record_quality(client: &Client, start_ms: i64, end_ms: i64) -> Result<(), DemoError> {
+pub async fn record_quality(
+    client: &ApiClient,
+    start_ms: i64,
+    end_ms: i64,
+) -> Result<(), DemoError> {
     for (metric, by) in RECORDED {
         let mut from = start_ms;
         while from < end_ms {
@@ -74,7 +80,7 @@ pub async fn record_quality(client: &Client, start_ms: i64, end_ms: i64) -> Resu
                 from as f64 / 1000.0,
                 to as f64 / 1000.0
             );
-            let (status, body) = client.json("GET", &path, None).await?;
+            let Answer { status, body } = client.request(Method::GET, &path, None).await?;
             if status != 200 {
                 return Err(api_err(&path, status, &body));
             }
@@ -151,7 +157,7 @@ pub fn model_kind<'a>(flag: &'a str, query: &str) -> &'a str {
 }
 
 async fn detectors(
-    client: &Client,
+    client: &ApiClient,
     args: &DemoArgs,
     truth: &Truth,
     f: &mut Findings,
@@ -180,18 +186,18 @@ async fn detectors(
             "max_series": 10,
         });
         let path = format!("/api/v1/detectors/{}", d.name);
-        let (status, body) = client.json("PUT", &path, Some(&spec)).await?;
+        let Answer { status, body } = client.request(Method::PUT, &path, Some(&spec)).await?;
         if status == 404 || status == 405 {
-            let (status, body) = client
-                .json("POST", "/api/v1/detectors", Some(&spec))
+            let Answer { status, body } = client
+                .request(Method::POST, "/api/v1/detectors", Some(&spec))
                 .await?;
             if status == 404 || status == 405 {
                 return Ok(Vec::new());
             }
-            if !(200..300).contains(&status) {
+            if !status.is_success() {
                 return Err(api_err("POST /api/v1/detectors", status, &body));
             }
-        } else if !(200..300).contains(&status) {
+        } else if !status.is_success() {
             return Err(api_err(&path, status, &body));
         }
     }
@@ -203,7 +209,9 @@ async fn detectors(
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     loop {
-        let (status, body) = client.json("GET", "/api/v1/detectors", None).await?;
+        let Answer { status, body } = client
+            .request(Method::GET, "/api/v1/detectors", None)
+            .await?;
         if status != 200 {
             return Err(api_err("GET /api/v1/detectors", status, &body));
         }
@@ -243,7 +251,7 @@ async fn detectors(
 }
 
 async fn anomalies(
-    client: &Client,
+    client: &ApiClient,
     truth: &Truth,
     list: &[DemoDetector],
 ) -> Result<Vec<Anomaly>, DemoError> {
@@ -255,7 +263,7 @@ async fn anomalies(
             truth.start_ms,
             truth.end_ms + 3_600_000
         );
-        let (status, body) = client.json("GET", &path, None).await?;
+        let Answer { status, body } = client.request(Method::GET, &path, None).await?;
         if status != 200 {
             return Err(api_err(&path, status, &body));
         }
@@ -272,7 +280,7 @@ async fn anomalies(
 
 /// A Granger test through the API.
 pub async fn granger_edge(
-    client: &Client,
+    client: &ApiClient,
     truth: &Truth,
     edge: &ExpectedEdge,
 ) -> Result<EdgeFinding, DemoError> {
@@ -285,8 +293,8 @@ pub async fn granger_edge(
         "step": edge.step_s,
         "max_lag": MAX_LAG,
     });
-    let (status, body) = client
-        .json("POST", "/api/v1/detect/granger", Some(&req))
+    let Answer { status, body } = client
+        .request(Method::POST, "/api/v1/detect/granger", Some(&req))
         .await?;
     let mut e = EdgeFinding {
         cause: edge.cause.clone(),
@@ -320,7 +328,7 @@ pub async fn granger_edge(
 
 /// Detectors, anomalies and Granger edges, scored against the truth.
 pub async fn analyse(
-    client: &Client,
+    client: &ApiClient,
     args: &DemoArgs,
     truth: &Truth,
 ) -> Result<Findings, DemoError> {

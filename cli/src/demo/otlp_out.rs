@@ -1,9 +1,6 @@
-//! OTLP out: building the protobuf messages the demo sends (with `opentelemetry-proto`'s
-//! types) and a small HTTP client that posts them, and the demo's JSON API calls, to the
-//! server it started.
+//! OTLP out: the protobuf messages the demo sends (with `opentelemetry-proto`'s types);
+//! [`crate::api_client::ApiClient::export`] posts them to the server the demo started.
 
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -12,8 +9,6 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::metrics::v1::{Metric, ResourceMetrics, ScopeMetrics};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
-
-use super::DemoError;
 
 /// A string attribute.
 pub fn s(k: &str, v: impl Into<String>) -> KeyValue {
@@ -134,100 +129,5 @@ pub fn metrics_request(service: &str, metrics: Vec<Metric>) -> ExportMetricsServ
             }],
             ..Default::default()
         }],
-    }
-}
-
-/// A client of the demo's own server.
-#[derive(Clone)]
-pub struct Client {
-    base: String,
-    http: hyper_util::client::legacy::Client<
-        hyper_util::client::legacy::connect::HttpConnector,
-        Full<Bytes>,
-    >,
-}
-
-impl Client {
-    /// A client of `http://addr`.
-    pub fn new(addr: std::net::SocketAddr) -> Self {
-        Self {
-            base: format!("http://{addr}"),
-            http: hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build_http(),
-        }
-    }
-
-    /// The base URL.
-    pub fn base(&self) -> &str {
-        &self.base
-    }
-
-    async fn send(
-        &self,
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: Vec<u8>,
-    ) -> Result<(u16, Vec<u8>), DemoError> {
-        let req = axum::http::Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.base))
-            .header("content-type", content_type)
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| DemoError::Http(e.to_string()))?;
-        let resp = self
-            .http
-            .request(req)
-            .await
-            .map_err(|e| DemoError::Http(format!("{method} {path}: {e}")))?;
-        let status = resp.status().as_u16();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| DemoError::Http(e.to_string()))?
-            .to_bytes();
-        Ok((status, bytes.to_vec()))
-    }
-
-    /// Posts an OTLP message to `/v1/<signal>` (protobuf), retrying on 429/503.
-    pub async fn export(&self, signal: &str, msg: &impl prost::Message) -> Result<(), DemoError> {
-        let body = msg.encode_to_vec();
-        let path = format!("/v1/{signal}");
-        for attempt in 0..50 {
-            let (status, resp) = self
-                .send("POST", &path, "application/x-protobuf", body.clone())
-                .await?;
-            match status {
-                200 => return Ok(()),
-                429 | 503 => {
-                    tokio::time::sleep(std::time::Duration::from_millis(100 * (attempt + 1))).await
-                }
-                _ => {
-                    return Err(DemoError::Http(format!(
-                        "POST {path}: {status} {}",
-                        String::from_utf8_lossy(&resp)
-                    )));
-                }
-            }
-        }
-        Err(DemoError::Http(format!(
-            "POST {path}: still refused after retries"
-        )))
-    }
-
-    /// A JSON request; returns the status and the decoded body (`null` when not JSON).
-    pub async fn json(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&serde_json::Value>,
-    ) -> Result<(u16, serde_json::Value), DemoError> {
-        let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-        let (status, resp) = self.send(method, path, "application/json", bytes).await?;
-        Ok((
-            status,
-            serde_json::from_slice(&resp).unwrap_or(serde_json::Value::Null),
-        ))
     }
 }

@@ -1,0 +1,74 @@
+//! # sightline
+//!
+//! The `sightline` command: parses the command line and runs one command. Everything between a
+//! socket and the store is the `sightline-server` library; this crate holds only the commands.
+//!
+//! **Owns:** the command line ([`command`]), the one HTTP API client the commands share
+//! ([`api_client`]), `serve` (configuration, logging and the runtime around
+//! [`sightline_server::serve::run`]), `query` ([`query`], with `query/{args,render}`: PromQL,
+//! aggregations, traces, logs and RAG provenance, over HTTP or, with `--data-dir`, through the
+//! server's router in this process), `detectors` ([`detectors`]), `granger` ([`granger`]) and
+//! `demo` ([`demo`], with `demo/{app,traffic,kpi,incidents,otlp_out,analysis,report}`: a seeded
+//! RAG chat service with injected incidents, sent as OTLP to a server started in this process,
+//! then analysed over the HTTP API only; docs/demo.md).
+//!
+//! **May not touch:** the store (only through the server's HTTP API or its router) and the
+//! wire formats (the commands speak the documented JSON APIs). anyhow is used here only.
+
+mod api_client;
+mod command;
+mod demo;
+mod detectors;
+mod granger;
+mod query;
+
+use anyhow::Context as _;
+use clap::Parser as _;
+
+use command::{Cli, Command};
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => {
+            let config = sightline_server::Config::resolve(&args).context("configuration")?;
+            sightline_server::telemetry::init_logging(&config.log)
+                .context("initialising logging")?;
+            runtime()?.block_on(sightline_server::serve::run(config))?;
+            Ok(())
+        }
+        Command::Query(args) => {
+            println!("{}", query::run(&args)?);
+            Ok(())
+        }
+        Command::Demo(args) => {
+            let log = sightline_server::config::LogConfig {
+                format: sightline_server::config::LogFormat::Text,
+                level: std::env::var("SIGHTLINE_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
+            };
+            sightline_server::telemetry::init_logging(&log).context("initialising logging")?;
+            runtime()?.block_on(demo::run(args))?;
+            Ok(())
+        }
+        Command::Detectors(args) => {
+            let out = detectors::run(&args)?;
+            if !out.is_empty() {
+                println!("{out}");
+            }
+            Ok(())
+        }
+        Command::Granger(args) => {
+            println!("{}", granger::run(&args)?);
+            Ok(())
+        }
+    }
+}
+
+/// The multi-threaded runtime of `serve` and `demo`.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("sightline")
+        .build()
+        .context("starting the async runtime")
+}
