@@ -30,15 +30,20 @@ fi
 export SIGHTLINE_OPENLIT_PYTHON="$OPENLIT_VENV/bin/python"
 export SIGHTLINE_REQUIRE_PYTHON=1
 
-echo "==> Prometheus 2.42 and promtool (reference engine for the PromQL golden suite, remote-write peer)"
-if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+echo "==> Debian packages: Prometheus 2.42 and promtool (reference engine for the PromQL golden suite, remote-write peer), curl and jq (the README's examples)"
+APT_PKGS=()
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then APT_PKGS+=(prometheus); fi
+command -v curl >/dev/null || APT_PKGS+=(curl)
+command -v jq >/dev/null || APT_PKGS+=(jq)
+if (( ${#APT_PKGS[@]} )); then
   SUDO=""
   [[ "$(id -u)" != 0 ]] && SUDO="sudo"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${APT_PKGS[@]}" >/dev/null
 fi
 # The tests start their own Prometheus instances on free loopback ports.
 export SIGHTLINE_REQUIRE_PROMETHEUS=1
+export SIGHTLINE_REQUIRE_SHELL_TOOLS=1
 
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check

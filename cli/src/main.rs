@@ -37,10 +37,7 @@ fn main() -> anyhow::Result<()> {
             runtime()?.block_on(sightline_server::serve::run(config))?;
             Ok(())
         }
-        Command::Query(args) => {
-            println!("{}", query::run(&args)?);
-            Ok(())
-        }
+        Command::Query(args) => print(&query::run(&args)?),
         Command::Demo(args) => {
             let log = sightline_server::config::LogConfig {
                 format: sightline_server::config::LogFormat::Text,
@@ -52,15 +49,22 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Detectors(args) => {
             let out = detectors::run(&args)?;
-            if !out.is_empty() {
-                println!("{out}");
+            if out.is_empty() {
+                return Ok(());
             }
-            Ok(())
+            print(&out)
         }
-        Command::Granger(args) => {
-            println!("{}", granger::run(&args)?);
-            Ok(())
-        }
+        Command::Granger(args) => print(&granger::run(&args)?),
+    }
+}
+
+/// Prints a command's answer and a newline; a reader that went away (`| head`) is not an error.
+fn print(out: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{out}").and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("writing to stdout"),
+        _ => Ok(()),
     }
 }
 

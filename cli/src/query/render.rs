@@ -62,13 +62,17 @@ fn cell(v: &Value) -> String {
     }
 }
 
-/// A `{"columns": [...], "rows": [[...]]}` table; a `time` column is shown as RFC 3339.
+/// A `{"columns": [...], "rows": [[...]]}` table; a `time` column is shown as RFC 3339, and
+/// the `duration` column or an aggregate of it (`avg(duration)`, `quantile(0.99)(duration)`,
+/// but not a `count`) in human units.
 pub fn table(data: &Value) -> String {
     let header: Vec<String> = data["columns"]
         .as_array()
         .map(|c| c.iter().map(cell).collect())
         .unwrap_or_default();
     let time_col = header.iter().position(|h| h == "time");
+    let is_duration =
+        |h: &str| h == "duration" || (h.ends_with("(duration)") && !h.starts_with("count"));
     let rows: Vec<Vec<String>> = data["rows"]
         .as_array()
         .map(|rows| {
@@ -80,6 +84,9 @@ pub fn table(data: &Value) -> String {
                                 .enumerate()
                                 .map(|(i, v)| match (Some(i) == time_col, v.as_i64()) {
                                     (true, Some(ns)) => time_ns(ns),
+                                    _ if header.get(i).is_some_and(|h| is_duration(h)) => {
+                                        v.as_f64().map_or_else(|| cell(v), duration)
+                                    }
                                     _ => cell(v),
                                 })
                                 .collect()
@@ -174,7 +181,33 @@ fn ns(v: &Value) -> Option<i64> {
 }
 
 fn millis(v: &Value) -> String {
-    ns(v).map_or("-".into(), |d| format!("{:.1} ms", d as f64 / 1e6))
+    ns(v).map_or("-".into(), |d| duration(d as f64))
+}
+
+/// Nanoseconds in the unit a person reads them in: `850 µs`, `123.4 ms`, `4.47 s`, `2m 05s`,
+/// `3h 07m`.
+pub fn duration(ns: f64) -> String {
+    let a = ns.abs();
+    let sign = if ns < 0.0 { "-" } else { "" };
+    if !a.is_finite() {
+        return ns.to_string();
+    }
+    if a < 1e3 {
+        format!("{sign}{a:.0} ns")
+    } else if a < 1e6 {
+        format!("{sign}{:.0} µs", a / 1e3)
+    } else if a < 1e9 {
+        format!("{sign}{:.1} ms", a / 1e6)
+    } else if a < 60e9 {
+        format!("{sign}{:.2} s", a / 1e9)
+    } else {
+        let secs = (a / 1e9).round() as u64;
+        if secs < 3600 {
+            format!("{sign}{}m {:02}s", secs / 60, secs % 60)
+        } else {
+            format!("{sign}{}h {:02}m", secs / 3600, (secs % 3600) / 60)
+        }
+    }
 }
 
 /// A trace (`/api/v1/traces/{id}`): spans as a tree in start order, `*` on the critical path.
@@ -222,7 +255,7 @@ pub fn trace(data: &Value) -> String {
                 s["name"].as_str().unwrap_or("")
             ),
             s["service_name"].as_str().unwrap_or("").to_owned(),
-            format!("+{:.1} ms", offset as f64 / 1e6),
+            format!("+{}", duration(offset as f64)),
             millis(&s["duration_nano"]),
             s["status"]["code"].as_str().unwrap_or("").to_owned(),
             id.to_owned(),
@@ -541,5 +574,27 @@ mod tests {
             p.contains("up{job=\"a\"}  1970-01-01T00:00:04.500Z  1"),
             "{p}"
         );
+    }
+
+    #[test]
+    fn durations_read_in_human_units() {
+        let cases = [
+            (0.0, "0 ns"),
+            (999.0, "999 ns"),
+            (850_000.0, "850 µs"),
+            (123_449_000.0, "123.4 ms"),
+            (4_466_000_000.0, "4.47 s"),
+            (125e9, "2m 05s"),
+            (3.0 * 3600e9 + 7.0 * 60e9, "3h 07m"),
+            (-2e6, "-2.0 ms"),
+        ];
+        for (ns, want) in cases {
+            assert_eq!(duration(ns), want, "{ns}");
+        }
+        let t = table(
+            &json!({"columns": ["model", "count(duration)", "quantile(0.99)(duration)"],
+            "rows": [["gpt-4o", 12, 2_843_112_004.0]]}),
+        );
+        assert!(t.contains("gpt-4o  12               2.84 s"), "{t}");
     }
 }

@@ -17,7 +17,7 @@ export function binaryAvailable(): boolean {
     return true;
   }
   if (binaryRequired()) {
-    throw new Error(`SIGHTLINE_REQUIRE_BINARY=1 but ${binaryPath()} does not exist (build it with cargo build -p sightline-server)`);
+    throw new Error(`SIGHTLINE_REQUIRE_BINARY=1 but ${binaryPath()} does not exist (build it with cargo build -p sightline)`);
   }
   // eslint-disable-next-line no-console
   console.log(`contract tests skipped: no sightline binary at ${binaryPath()} (set SIGHTLINE_BIN, or SIGHTLINE_REQUIRE_BINARY=1 to fail)`);

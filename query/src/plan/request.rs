@@ -47,10 +47,10 @@ pub struct PlanRequest {
     /// `spans` or `logs`.
     pub signal: String,
     /// Start (inclusive); unbounded when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_or_number")]
     pub start: Option<String>,
     /// End (exclusive); unbounded when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_or_number")]
     pub end: Option<String>,
     /// Attribute and field matchers (pushed down to storage).
     #[serde(default)]
@@ -68,7 +68,7 @@ pub struct PlanRequest {
     #[serde(default)]
     pub group_by: Vec<String>,
     /// Time bucket width (a duration), grouped after the keys.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_or_number")]
     pub bucket: Option<String>,
     /// Aggregates; none for a row query (then `limit` is required).
     #[serde(default)]
@@ -82,6 +82,23 @@ pub struct PlanRequest {
     /// Most rows returned.
     #[serde(default)]
     pub limit: Option<usize>,
+}
+
+/// A time or duration given as a JSON string (`"2026-06-01T10:00:00Z"`, `"1m"`) or as a
+/// number of seconds (`1780308000`, `60`); parsed later with the other fields.
+fn text_or_number<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum TextOrNumber {
+        Text(String),
+        Number(serde_json::Number),
+    }
+    Ok(Option::<TextOrNumber>::deserialize(d)?.map(|v| match v {
+        TextOrNumber::Text(s) => s,
+        TextOrNumber::Number(n) => n.to_string(),
+    }))
 }
 
 /// Parses `=`, `!=`, `=~`, `!~`.
@@ -185,6 +202,23 @@ mod tests {
         assert_eq!(plan.group_by[1], GroupBy::Time(60_000_000_000));
         assert_eq!(plan.aggregates[1].func, AggFunc::Quantile(0.99));
         assert_eq!(plan.predicates.len(), 1);
+    }
+
+    #[test]
+    fn times_and_buckets_may_be_json_numbers() {
+        let req: PlanRequest = serde_json::from_str(
+            r#"{"signal": "spans", "start": 1780308000, "end": 1780311600.5, "bucket": 60,
+                "aggregates": [{"func": "count"}]}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let plan = req
+            .into_plan(TenantId::new("t").unwrap_or_else(|e| panic!("{e}")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plan.time.start, UnixNanos(1_780_308_000_000_000_000));
+        assert_eq!(plan.time.end, UnixNanos(1_780_311_600_500_000_000));
+        assert_eq!(plan.group_by, vec![GroupBy::Time(60_000_000_000)]);
+        let bad = serde_json::from_str::<PlanRequest>(r#"{"signal": "spans", "start": [1]}"#);
+        assert!(bad.is_err());
     }
 
     #[test]
