@@ -23,7 +23,7 @@
 //! * [`scheduler`]: the worker pool and the tick that decides what runs when, fed by
 //!   [`queue`], round-robin across tenants;
 //! * [`run`]: one run (PromQL over the history, training, scoring); [`service`] its
-//!   multi-series variant;
+//!   multi-series variant; [`failure`] why a run failed;
 //! * [`writeback`]: the `<name>:predicted|lower|upper|anomalous` samples;
 //! * [`events`]: anomaly events, severity and explanations.
 //!
@@ -31,6 +31,7 @@
 //! the detect crate's; this crate only feeds them and keeps their results.
 
 pub mod events;
+pub mod failure;
 pub mod files;
 pub mod limits;
 pub mod queue;
@@ -74,10 +75,4 @@ pub enum DetectorError {
     /// The scheduler is off (`--detector-threads 0`).
     #[error("the detector scheduler is disabled (--detector-threads 0)")]
     Disabled,
-}
-
-/// Wall-clock time in ms since the epoch ([`sightline_query::time::now`], the one clock the
-/// query layer reads).
-pub fn now_ms() -> i64 {
-    sightline_query::time::now().as_millis()
 }

@@ -16,6 +16,7 @@ use std::time::Duration;
 use sightline_detect::forecast::model::INFERENCE_CHUNK;
 use sightline_detect::forecast::{Basis, NBeatsConfig, basis};
 
+use super::DetectorError;
 use super::spec::{DetectorSpec, Mode, ModelKind};
 
 /// Bytes per `f32`.
@@ -63,39 +64,39 @@ impl DetectorLimits {
 
     /// Check `spec` against the limits (not the quota, which depends on the tenant's other
     /// detectors); the message is the 400 answer.
-    pub fn check(&self, spec: &DetectorSpec) -> Result<(), String> {
+    pub fn check(&self, spec: &DetectorSpec) -> Result<(), DetectorError> {
         let step_ms = spec.step_ms();
         let min_step_ms = self.min_step_secs.saturating_mul(1000);
         if (step_ms as u64) < min_step_ms {
-            return Err(format!(
+            return Err(DetectorError::Invalid(format!(
                 "step must be at least {}s (limits.min_detector_step_secs), got {:?}",
                 self.min_step_secs, spec.step
-            ));
+            )));
         }
         let min_retrain_ms = self.min_retrain_secs.saturating_mul(1000);
         if (spec.retrain_ms() as u64) < min_retrain_ms {
-            return Err(format!(
+            return Err(DetectorError::Invalid(format!(
                 "retrain_every must be at least {}s (limits.min_detector_retrain_secs), got {:?}",
                 self.min_retrain_secs, spec.retrain_every
-            ));
+            )));
         }
         if spec.mode == Mode::Single && spec.model.kind == ModelKind::Nbeats {
             let cfg = spec.nbeats_config();
             let params = parameter_count(&cfg);
             if params > self.max_parameters as u64 {
-                return Err(format!(
+                return Err(DetectorError::Invalid(format!(
                     "model: N-BEATS of {params} parameters is over the limit of {} (limits.max_detector_parameters); lower model.width, model.stacks, model.layers or lookback",
                     self.max_parameters
-                ));
+                )));
             }
             let batch = spec.train_config().batch_size;
             let bytes = training_bytes(&cfg, batch);
             if bytes > self.max_training_bytes {
-                return Err(format!(
+                return Err(DetectorError::Invalid(format!(
                     "model: training needs about {} MiB, over the limit of {} MiB (limits.max_detector_training_bytes); lower model.batch_size, model.width or model.layers",
                     bytes.div_ceil(1 << 20),
                     self.max_training_bytes >> 20
-                ));
+                )));
             }
         }
         Ok(())
@@ -221,27 +222,35 @@ mod tests {
     fn oversized_models_are_refused_naming_the_limit() {
         let limits = DetectorLimits::default();
         let default = spec(r#"{"name": "a", "query": "up", "model": {"kind": "nbeats"}}"#);
-        assert_eq!(limits.check(&default), Ok(()));
+        assert!(limits.check(&default).is_ok());
         assert!(training_bytes(&default.nbeats_config(), 64) < 64 << 20);
         // every field within its own bound, ~16 G parameters together
         let huge = spec(
             r#"{"name": "a", "query": "up", "model": {"kind": "nbeats", "width": 4096, "stacks": 64, "layers": 16}}"#,
         );
         assert!(parameter_count(&huge.nbeats_config()) > 15_000_000_000);
-        let e = limits.check(&huge).err().unwrap_or_default();
+        let e = limits
+            .check(&huge)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("limits.max_detector_parameters"), "{e}");
         // few parameters, large batches of wide activations
         let wide = spec(
             r#"{"name": "a", "query": "up", "model": {"kind": "nbeats", "width": 1024, "layers": 4, "batch_size": 8192}}"#,
         );
         assert!(parameter_count(&wide.nbeats_config()) < 8_000_000);
-        let e = limits.check(&wide).err().unwrap_or_default();
+        let e = limits
+            .check(&wide)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("limits.max_detector_training_bytes"), "{e}");
         // a service detector scores with baselines: no model to size
         let service = spec(
             r#"{"name": "a", "mode": "service", "model": {"kind": "nbeats", "width": 4096, "stacks": 64, "layers": 16}, "roles": {"latency_p50": {"query": "up"}}}"#,
         );
-        assert_eq!(limits.check(&service), Ok(()));
+        assert!(limits.check(&service).is_ok());
     }
 
     #[test]
@@ -252,6 +261,7 @@ mod tests {
                 r#"{"name": "a", "query": "up", "retrain_every": "1ms"}"#,
             ))
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("limits.min_detector_retrain_secs"), "{e}");
         let e = limits
@@ -259,6 +269,7 @@ mod tests {
                 r#"{"name": "a", "query": "up", "step": "1s", "history": "1h"}"#,
             ))
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("limits.min_detector_step_secs"), "{e}");
         let ok = spec(

@@ -27,6 +27,7 @@ use super::DetectorError;
 use super::events::{
     self, Observed, deviation_words, display, duration_words, series_key, severity,
 };
+use super::failure::RunFailure;
 use super::files::{RunInfo, RunMarker};
 use super::limits::DetectorLimits;
 use super::registry::Detector;
@@ -66,7 +67,7 @@ pub fn fetch(
     tenant: &TenantId,
     query: &str,
     w: Window,
-) -> Result<Vec<GridSeries>, String> {
+) -> Result<Vec<GridSeries>, RunFailure> {
     let src = StoreSource::new(store, tenant.clone());
     let result = range_query(
         &src,
@@ -76,10 +77,13 @@ pub fn fetch(
         w.step_ms,
         &Budget::until(sightline_storage::Deadline::after(FETCH_TIMEOUT)),
     )
-    .map_err(|e| format!("query {query:?}: {e}"))?;
+    .map_err(|source| RunFailure::Query {
+        query: query.to_owned(),
+        source,
+    })?;
     let series = match result {
         QueryResult::Matrix(m) | QueryResult::Vector(m) => m,
-        _ => return Err(format!("query {query:?} does not evaluate to series")),
+        _ => return Err(RunFailure::NotSeries(query.to_owned())),
     };
     let n = ((w.end_ms - w.start_ms) / w.step_ms + 1) as usize;
     let mut out: Vec<GridSeries> = Vec::with_capacity(series.len());
@@ -90,10 +94,10 @@ pub fn fetch(
             .filter(|(k, _)| k != "__name__")
             .collect();
         if out.iter().any(|o| o.labels == labels) {
-            return Err(format!(
-                "query {query:?} returns two series with the labels {} once __name__ is dropped; aggregate or relabel them",
-                display("", &labels)
-            ));
+            return Err(RunFailure::DuplicateLabels {
+                query: query.to_owned(),
+                labels: display("", &labels),
+            });
         }
         let mut values = vec![f64::NAN; n];
         for (t, v) in s.points {
@@ -200,7 +204,7 @@ pub fn run(
     let _marker = RunMarker::begin(
         &det.dir,
         &RunInfo {
-            started_ms: super::now_ms(),
+            started_ms: store.now().as_millis(),
             training: train_now,
         },
     )?;
@@ -235,14 +239,14 @@ pub fn run(
     if cancelled() {
         return Err(DetectorError::Cancelled);
     }
-    let finished = super::now_ms();
+    let finished = store.now().as_millis();
     let outcome = match result {
         Ok(o) => o,
         Err(msg) => {
             let mut st = det.status.lock();
             st.state = State::Failed;
             st.progress = None;
-            st.error = Some(msg);
+            st.error = Some(msg.to_string());
             st.last_run_ms = Some(finished);
             if full {
                 st.last_trained_ms = Some(finished);
@@ -330,7 +334,7 @@ fn train_models(
     step_ms: i64,
     budget: Duration,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Trained, String> {
+) -> Result<Trained, RunFailure> {
     let started = Instant::now();
     let spent = || started.elapsed() >= budget;
     let budget_words = format!(
@@ -356,7 +360,7 @@ fn train_models(
     let failed = &mut out.failed;
     for (i, s) in series.iter().enumerate() {
         if cancelled() {
-            return Err("cancelled".into());
+            return Err(RunFailure::Cancelled);
         }
         let key = series_key(&s.labels);
         if spent() {
@@ -416,7 +420,7 @@ fn train_models(
         match trained {
             Ok(model) => {
                 if cancelled() {
-                    return Err("cancelled".into());
+                    return Err(RunFailure::Cancelled);
                 }
                 if let Err(e) = crate::files::save_model(&det.model_dir(&key), &model) {
                     tracing::warn!(detector = %spec.name, error = %e, "cannot save model");
@@ -465,20 +469,19 @@ fn single(
     carried: &Carried,
     budget: Duration,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, RunFailure> {
     let series = fetch(store, &det.tenant, &spec.query, w)?;
     if series.is_empty() {
-        return Err(format!(
-            "query {:?} returned no series over the last {}",
-            spec.query, spec.history
-        ));
+        return Err(RunFailure::NoSeries {
+            query: spec.query.clone(),
+            history: spec.history.clone(),
+        });
     }
     if series.len() > spec.max_series {
-        return Err(format!(
-            "query returned {} series, over max_series {}; narrow the selector or raise max_series",
-            series.len(),
-            spec.max_series
-        ));
+        return Err(RunFailure::TooManySeries {
+            got: series.len(),
+            max: spec.max_series,
+        });
     }
     let volume = match &spec.volume_query {
         Some(q) => Some(fetch(store, &det.tenant, q, w)?),

@@ -22,11 +22,11 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 use sightline_storage::Store;
 
+use super::DetectorError;
 use super::limits::DetectorLimits;
 use super::queue::FairQueue;
 use super::registry::{Detector, Registry};
 use super::status::State;
-use super::{DetectorError, now_ms};
 use sightline_storage::TenantId;
 
 /// How often the ticker looks for due work.
@@ -141,7 +141,7 @@ impl Detectors {
 
     fn ticker(self: Arc<Self>) {
         while !self.stopping() {
-            self.tick(now_ms());
+            self.tick(self.store.now().as_millis());
             let mut q = self.queue.lock();
             if !self.stopping() {
                 self.cv.wait_for(&mut q, TICK);
@@ -179,7 +179,14 @@ impl Detectors {
             let det = job.det.clone();
             let limits = self.registry.limits();
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                super::run::run(&self.store, &det, job.train, now_ms(), limits, &stop)
+                super::run::run(
+                    &self.store,
+                    &det,
+                    job.train,
+                    self.store.now().as_millis(),
+                    limits,
+                    &stop,
+                )
             }));
             let failure = match result {
                 Ok(Ok(())) | Ok(Err(DetectorError::Cancelled)) => None,
@@ -192,7 +199,7 @@ impl Detectors {
                 st.state = State::Failed;
                 st.progress = None;
                 st.error = Some(msg);
-                st.last_run_ms = Some(now_ms());
+                st.last_run_ms = Some(self.store.now().as_millis());
                 drop(st);
                 if !det.deleted.load(Ordering::SeqCst) {
                     let _ = det.save_status();

@@ -16,6 +16,7 @@ use sightline_detect::anomaly::{
 use sightline_storage::Store;
 
 use super::events::{Observed, deviation_words, duration_words, series_key, severity};
+use super::failure::RunFailure;
 use super::registry::Detector;
 use super::run::{Carried, GridSeries, Outcome, Window, alert_stats, collect, fetch, shifted};
 use super::spec::{DetectorSpec, ModelKind, RoleSpec, signal_role};
@@ -32,22 +33,22 @@ pub(super) fn service(
     spec: &DetectorSpec,
     w: Window,
     carried: &Carried,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, RunFailure> {
     let mut roles = Vec::new();
     for (name, r) in &spec.roles {
         let mut got = fetch(store, &det.tenant, &r.query, w)?;
         if got.len() != 1 {
-            return Err(format!(
-                "roles.{name}.query must yield exactly one series, got {}; aggregate it (e.g. sum(...))",
-                got.len()
-            ));
+            return Err(RunFailure::RoleNotOneSeries {
+                role: name.clone(),
+                got: got.len(),
+            });
         }
         let series = got.remove(0);
         if series.values.is_empty() {
-            return Err(format!(
-                "roles.{name}.query has no data over the last {}",
-                spec.history
-            ));
+            return Err(RunFailure::RoleNoData {
+                role: name.clone(),
+                history: spec.history.clone(),
+            });
         }
         roles.push(Role {
             name,
@@ -67,7 +68,7 @@ pub(super) fn service(
         .min()
         .unwrap_or(w.end_ms);
     if end < start {
-        return Err("the role queries have no stretch of time in common".into());
+        return Err(RunFailure::NoCommonRange);
     }
     for r in &mut roles {
         let from = ((start - r.series.start_ms) / w.step_ms) as usize;
@@ -82,7 +83,7 @@ pub(super) fn service(
         Some(q) => {
             let v = fetch(store, &det.tenant, q, w)?;
             let [v] = v.as_slice() else {
-                return Err("volume_query must yield exactly one series in service mode".into());
+                return Err(RunFailure::ServiceVolume);
             };
             let shift = (start - v.start_ms) / w.step_ms;
             Some(shifted(&v.values, shift, roles[0].series.values.len()))
@@ -99,7 +100,7 @@ pub(super) fn service(
         })
         .collect();
     let base = spec.anomaly_config(spec.direction);
-    let judged = judge_service(&input, volume.as_deref(), &base).map_err(|e| e.to_string())?;
+    let judged = judge_service(&input, volume.as_deref(), &base).map_err(RunFailure::Service)?;
     let mut out = Outcome::default();
     if spec.model.kind == ModelKind::Nbeats {
         out.fallbacks
@@ -113,8 +114,13 @@ pub(super) fn service(
         let key = series_key(&labels);
         let cfg = spec.anomaly_config(s.role.bad_direction());
         let seen = carried.seen.get(&key).copied();
-        let report = detect_continued(&s.values, volume.as_deref(), &cfg, None, seen)
-            .map_err(|e| format!("{}: {e}", r.name))?;
+        let report =
+            detect_continued(&s.values, volume.as_deref(), &cfg, None, seen).map_err(|source| {
+                RunFailure::RoleScoring {
+                    role: r.name.to_owned(),
+                    source,
+                }
+            })?;
         let gs = GridSeries {
             labels: labels.clone(),
             start_ms: start,

@@ -14,6 +14,8 @@ use sightline_detect::anomaly::{
 };
 use sightline_detect::forecast::{Basis, NBeatsConfig, StackConfig, TrainConfig};
 
+use crate::DetectorError;
+
 /// Longest detector name.
 pub const MAX_NAME_LEN: usize = 64;
 /// Most points one evaluation may hold (the PromQL engine's limit per range query).
@@ -278,14 +280,22 @@ pub fn valid_name(name: &str) -> bool {
         && name.len() <= MAX_NAME_LEN
 }
 
-fn duration_ms(what: &str, s: &str) -> Result<i64, String> {
-    let ns = sightline_query::time::parse_duration(s)
-        .map_err(|_| format!("{what}: cannot parse {s:?} as a duration (e.g. 60s, 5m, 7d)"))?;
+fn duration_ms(what: &str, s: &str) -> Result<i64, DetectorError> {
+    let ns = sightline_query::time::parse_duration(s).map_err(|_| {
+        invalid(format!(
+            "{what}: cannot parse {s:?} as a duration (e.g. 60s, 5m, 7d)"
+        ))
+    })?;
     let ms = ns / 1_000_000;
     if ms <= 0 {
-        return Err(format!("{what} must be positive, got {s:?}"));
+        return Err(invalid(format!("{what} must be positive, got {s:?}")));
     }
     Ok(ms)
+}
+
+/// [`DetectorError::Invalid`] with `message` (the 400 answer).
+fn invalid(message: impl Into<String>) -> DetectorError {
+    DetectorError::Invalid(message.into())
 }
 
 /// The role names service mode accepts.
@@ -354,54 +364,56 @@ impl DetectorSpec {
     }
 
     /// Check everything; the message is the 400 answer.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), DetectorError> {
         if !valid_name(&self.name) {
-            return Err(format!(
+            return Err(invalid(format!(
                 "name {:?} is invalid: use [a-zA-Z_][a-zA-Z0-9_]*, at most {MAX_NAME_LEN} characters",
                 self.name
-            ));
+            )));
         }
         let step = duration_ms("step", &self.step)?;
         let history = duration_ms("history", &self.history)?;
         duration_ms("retrain_every", &self.retrain_every)?;
         if step < 1000 {
-            return Err(format!("step must be at least 1s, got {:?}", self.step));
+            return Err(invalid(format!(
+                "step must be at least 1s, got {:?}",
+                self.step
+            )));
         }
         if history < step * 10 {
-            return Err("history must cover at least 10 steps".into());
+            return Err(invalid("history must cover at least 10 steps"));
         }
         if history / step > MAX_POINTS {
-            return Err(format!(
+            return Err(invalid(format!(
                 "history / step is {} points, over the limit of {MAX_POINTS}; raise step or shorten history",
                 history / step
-            ));
+            )));
         }
         match self.mode {
             Mode::Single => {
                 if !self.roles.is_empty() {
-                    return Err("roles are only used with \"mode\": \"service\"".into());
+                    return Err(invalid("roles are only used with \"mode\": \"service\""));
                 }
                 check_query("query", &self.query)?;
             }
             Mode::Service => {
                 if self.roles.is_empty() {
-                    return Err(
-                        "service mode needs roles, e.g. {\"latency_p50\": {\"query\": \"...\"}}"
-                            .into(),
-                    );
+                    return Err(invalid(
+                        "service mode needs roles, e.g. {\"latency_p50\": {\"query\": \"...\"}}",
+                    ));
                 }
                 for (role, r) in &self.roles {
                     if signal_role(role).is_none() {
-                        return Err(format!(
+                        return Err(invalid(format!(
                             "unknown role {role:?}; use one of {}",
                             ROLES.join(", ")
-                        ));
+                        )));
                     }
                     check_query(&format!("roles.{role}.query"), &r.query)?;
                     if let Some(t) = r.threshold
                         && !t.is_finite()
                     {
-                        return Err(format!("roles.{role}.threshold must be finite"));
+                        return Err(invalid(format!("roles.{role}.threshold must be finite")));
                     }
                 }
                 if !self.query.is_empty() {
@@ -413,43 +425,46 @@ impl DetectorSpec {
             check_query("volume_query", q)?;
         }
         if !(self.alpha > 0.0 && self.alpha < 0.5) {
-            return Err(format!("alpha must be in (0, 0.5), got {}", self.alpha));
+            return Err(invalid(format!(
+                "alpha must be in (0, 0.5), got {}",
+                self.alpha
+            )));
         }
         if self.horizon == 0 || self.horizon > 10_000 {
-            return Err(format!(
+            return Err(invalid(format!(
                 "horizon must be in 1..=10000, got {}",
                 self.horizon
-            ));
+            )));
         }
         if self.lookback < 2 || self.lookback > 10_000 {
-            return Err(format!(
+            return Err(invalid(format!(
                 "lookback must be in 2..=10000, got {}",
                 self.lookback
-            ));
+            )));
         }
         if self.max_series == 0 || self.max_series > MAX_SERIES_LIMIT {
-            return Err(format!(
+            return Err(invalid(format!(
                 "max_series must be in 1..={MAX_SERIES_LIMIT}, got {}",
                 self.max_series
-            ));
+            )));
         }
         let s = &self.sustain;
         if s.window == 0 || s.recovery == 0 || s.min_points == 0 || s.min_points > s.window {
-            return Err(format!(
+            return Err(invalid(format!(
                 "sustain needs window >= 1, recovery >= 1 and 1 <= min_points <= window (got window {}, min_points {}, recovery {})",
                 s.window, s.min_points, s.recovery
-            ));
+            )));
         }
         if let Some(v) = self.min_volume
             && !v.is_finite()
         {
-            return Err("min_volume must be a finite number or null".into());
+            return Err(invalid("min_volume must be a finite number or null"));
         }
         let m = &self.model;
         let positive = |what: &str, v: Option<usize>, max: usize| match v {
-            Some(x) if x == 0 || x > max => {
-                Err(format!("model.{what} must be in 1..={max}, got {x}"))
-            }
+            Some(x) if x == 0 || x > max => Err(invalid(format!(
+                "model.{what} must be in 1..={max}, got {x}"
+            ))),
             _ => Ok(()),
         };
         positive("season", m.season, MAX_POINTS as usize)?;
@@ -463,17 +478,21 @@ impl DetectorSpec {
         if let Some(w) = m.window
             && !(3..=100_000).contains(&w)
         {
-            return Err(format!("model.window must be in 3..=100000, got {w}"));
+            return Err(invalid(format!(
+                "model.window must be in 3..=100000, got {w}"
+            )));
         }
         if let Some(lr) = m.learning_rate
             && !(lr > 0.0 && lr < 1.0)
         {
-            return Err(format!("model.learning_rate must be in (0, 1), got {lr}"));
+            return Err(invalid(format!(
+                "model.learning_rate must be in (0, 1), got {lr}"
+            )));
         }
         if m.kind == ModelKind::Nbeats {
             self.nbeats_config()
                 .validate()
-                .map_err(|e| format!("model: {e}"))?;
+                .map_err(|e| invalid(format!("model: {e}")))?;
         }
         Ok(())
     }
@@ -550,11 +569,12 @@ impl DetectorSpec {
     }
 }
 
-fn check_query(what: &str, q: &str) -> Result<(), String> {
+fn check_query(what: &str, q: &str) -> Result<(), DetectorError> {
     if q.trim().is_empty() {
-        return Err(format!("{what} is required (a PromQL expression)"));
+        return Err(invalid(format!("{what} is required (a PromQL expression)")));
     }
-    sightline_query::promql::parse(q).map_err(|e| format!("{what}: invalid PromQL: {e}"))?;
+    sightline_query::promql::parse(q)
+        .map_err(|e| invalid(format!("{what}: invalid PromQL: {e}")))?;
     Ok(())
 }
 
@@ -564,7 +584,7 @@ mod tests {
 
     fn spec(json: &str) -> Result<DetectorSpec, String> {
         let s: DetectorSpec = serde_json::from_str(json).map_err(|e| e.to_string())?;
-        s.validate().map(|()| s)
+        s.validate().map(|()| s).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -15,7 +15,7 @@ use sightline_server::otlp::{self, Encoding, MapContext};
 const BATCH: usize = 512;
 
 fn ctx() -> MapContext {
-    MapContext::now(&Limits::default())
+    MapContext::at(&Limits::default(), sightline_query::time::now())
 }
 
 fn traces(c: &mut Criterion) {

@@ -81,10 +81,10 @@ schemas = {
     "Aggregate": {"type": "object", "required": ["func"], "properties": {"func": {"oneOf": [{"type": "string", "enum": ["count", "sum", "avg", "min", "max", "error_ratio", "rate"]}, {"type": "object", "required": ["quantile"], "properties": {"quantile": {"type": "number", "minimum": 0, "maximum": 1}}}]}, "field": {"type": "string"}}},
     "PlanRequest": {"type": "object", "required": ["signal"], "additionalProperties": False, "properties": {
         "signal": {"type": "string", "enum": ["spans", "traces", "logs"]},
-        "start": {"type": "string", "description": "RFC 3339 or Unix seconds"}, "end": {"type": "string"},
+        "start": {"type": ["string", "number"], "description": "RFC 3339, or Unix seconds as a number or a string"}, "end": {"type": ["string", "number"]},
         "matchers": {"type": "array", "items": ref("Matcher")}, "text": {"type": "string"}, "trace_id": {"type": "string"},
         "filters": {"type": "array", "items": ref("FieldFilter")}, "group_by": {"type": "array", "items": {"type": "string"}},
-        "bucket": {"type": "string", "description": "duration, e.g. 1m"}, "aggregates": {"type": "array", "items": ref("Aggregate")},
+        "bucket": {"type": ["string", "number"], "description": "duration, e.g. 1m, or seconds"}, "aggregates": {"type": "array", "items": ref("Aggregate")},
         "columns": {"type": "array", "items": {"type": "string"}},
         "order_by": {"type": "object", "properties": {"by": {"oneOf": [{"type": "object", "properties": {"aggregate": {"type": "integer"}}}, {"type": "object", "properties": {"field": {"type": "string"}}}]}, "descending": {"type": "boolean"}}},
         "limit": {"type": "integer", "minimum": 0, "maximum": 100000}}},

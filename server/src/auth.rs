@@ -10,9 +10,37 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use sightline_storage::TenantId;
+use sightline_storage::{StorageError, TenantId};
 
 use crate::error::{ConfigError, IngestError};
+
+/// What is wrong with a tokens file (lines count from 1).
+#[derive(Debug, thiserror::Error)]
+pub enum TokensError {
+    /// A line that is not two words.
+    #[error("line {line}: expected `TOKEN TENANT`")]
+    Malformed {
+        /// The line.
+        line: usize,
+    },
+    /// A tenant name the store refuses.
+    #[error("line {line}: {source}")]
+    Tenant {
+        /// The line.
+        line: usize,
+        /// Why the name is refused.
+        source: StorageError,
+    },
+    /// A token given twice.
+    #[error("line {line}: token listed twice")]
+    Duplicate {
+        /// The line.
+        line: usize,
+    },
+    /// No token at all.
+    #[error("no tokens defined (auth would refuse everything)")]
+    Empty,
+}
 
 /// How requests are mapped to tenants.
 #[derive(Clone, Debug, Default)]
@@ -39,14 +67,14 @@ impl Auth {
                 "the tokens file is readable by other users: chmod 600 it"
             );
         }
-        Self::parse(&text).map_err(|message| ConfigError::Parse {
+        Self::parse(&text).map_err(|source| ConfigError::Tokens {
             path: path.to_owned(),
-            message,
+            source,
         })
     }
 
     /// Parses the tokens file format.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, TokensError> {
         let mut map = HashMap::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();
@@ -56,15 +84,18 @@ impl Auth {
             let mut parts = line.split_whitespace();
             let (Some(token), Some(tenant), None) = (parts.next(), parts.next(), parts.next())
             else {
-                return Err(format!("line {}: expected `TOKEN TENANT`", i + 1));
+                return Err(TokensError::Malformed { line: i + 1 });
             };
-            let tenant = TenantId::new(tenant).map_err(|e| format!("line {}: {e}", i + 1))?;
+            let tenant = TenantId::new(tenant).map_err(|source| TokensError::Tenant {
+                line: i + 1,
+                source,
+            })?;
             if map.insert(token.to_owned(), tenant).is_some() {
-                return Err(format!("line {}: token listed twice", i + 1));
+                return Err(TokensError::Duplicate { line: i + 1 });
             }
         }
         if map.is_empty() {
-            return Err("no tokens defined (auth would refuse everything)".into());
+            return Err(TokensError::Empty);
         }
         Ok(Self::Tokens(map))
     }

@@ -174,9 +174,9 @@ fn read_file_config(path: &Path) -> Result<FileConfig, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    toml::from_str(&text).map_err(|source| ConfigError::Parse {
         path: path.to_owned(),
-        message: e.to_string(),
+        source,
     })
 }
 

@@ -17,13 +17,21 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    /// A file's contents are malformed.
-    #[error("{path}: {message}")]
+    /// The configuration file is not valid TOML for the configuration.
+    #[error("{path}: {source}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// What is wrong, with a line number where known.
-        message: String,
+        /// What TOML said, with a line number where known.
+        source: toml::de::Error,
+    },
+    /// The tokens file is malformed.
+    #[error("{path}: {source}")]
+    Tokens {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with its line.
+        source: crate::auth::TokensError,
     },
     /// A value is out of range or inconsistent.
     #[error("invalid configuration: {0}")]

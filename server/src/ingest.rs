@@ -136,6 +136,11 @@ impl Ingest {
         &self.store
     }
 
+    /// Now, from the store's clock (the one the server reads: a test can inject its own).
+    pub fn now(&self) -> sightline_storage::UnixNanos {
+        self.store().now()
+    }
+
     /// The server's counters.
     pub fn telemetry(&self) -> &Arc<Telemetry> {
         &self.telemetry
@@ -345,7 +350,7 @@ impl Ingest {
 
     /// Maps and stores a decoded request (blocking: waits for the WAL fsync).
     pub fn process(&self, tenant: &TenantId, req: ExportRequest) -> Result<Outcome, IngestError> {
-        let ctx = MapContext::now(&self.limits);
+        let ctx = MapContext::at(&self.limits, self.now());
         let signal = req.signal();
         let (accepted, rejected, truncated, message) = match req {
             ExportRequest::Traces(r) => {

@@ -15,7 +15,6 @@ pub mod traces;
 pub mod wire;
 
 use std::io::Read as _;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -184,15 +183,11 @@ pub struct MapContext {
 }
 
 impl MapContext {
-    /// A context with the current wall-clock time.
-    pub fn now(limits: &Limits) -> Self {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-            .unwrap_or(0);
+    /// A context receiving at `now` (the store's clock: [`crate::ingest::Ingest::now`]).
+    pub fn at(limits: &Limits, now: UnixNanos) -> Self {
         Self {
             limits: limits.clone(),
-            now: UnixNanos(now),
+            now,
         }
     }
 

@@ -173,6 +173,12 @@ impl Store {
         &self.inner.config
     }
 
+    /// Now, from the store's clock ([`StoreConfig::clock`]): the one clock of every reader of
+    /// "now" above the store, so a test that injects a clock moves all of them.
+    pub fn now(&self) -> UnixNanos {
+        self.inner.config.clock.now()
+    }
+
     /// Appends spans; returns once durable under the configured fsync policy.
     pub fn append_spans(&self, tenant: &TenantId, spans: &[SpanRecord]) -> Result<()> {
         if spans.is_empty() {

@@ -80,7 +80,7 @@ const SEEDS_JSON: &[&str] = &[
 
 #[test]
 fn mutated_inputs_never_panic() {
-    let ctx = MapContext::now(&Limits::default());
+    let ctx = MapContext::at(&Limits::default(), sightline_query::time::now());
     let mut seeds: Vec<Vec<u8>> = SEEDS_JSON.iter().map(|s| s.as_bytes().to_vec()).collect();
     // Protobuf seeds: the JSON seeds re-encoded.
     use prost::Message as _;

@@ -3,7 +3,7 @@
 //! evaluating them). Answers and tool results in GenAI log records count too.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use sightline_storage::columnar::{logs_from_batch, spans_from_batch};
 use sightline_storage::{
@@ -29,9 +29,7 @@ const SCAN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The traces to evaluate, per tenant (see the module docs).
 pub fn recover(store: &Store, window: Duration) -> Result<Vec<(TenantId, TraceId)>, StorageError> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    let now = store.now().0;
     let back = i64::try_from(window.as_nanos()).unwrap_or(i64::MAX);
     // Spans may start a little in the future of this clock (ingest allows skew).
     let time = TimeRange::new(

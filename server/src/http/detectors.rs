@@ -20,6 +20,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
+use sightline_query::time::{TimeDialect, TimeError};
 use sightline_storage::TenantId;
 
 use super::{ApiError, AppState, ErrorKind, Tenant, guard};
@@ -178,16 +179,16 @@ async fn run_now(
 
 /// A time parameter in ms: RFC 3339 or Unix seconds; integers beyond year 5138 in seconds
 /// (more than 11 digits) are read as Unix milliseconds, which Grafana sends.
-fn time_ms(s: &str) -> Result<i64, String> {
+fn time_ms(s: &str) -> Result<i64, TimeError> {
     let s = s.trim();
     if let Ok(n) = s.parse::<i64>()
         && n.unsigned_abs() >= 100_000_000_000
     {
         return Ok(n);
     }
-    sightline_query::time::parse_time(s)
+    TimeDialect::Rfc3339OrSeconds
+        .parse(s)
         .map(|t| t.0 / 1_000_000)
-        .map_err(|e| e.to_string())
 }
 
 struct Filter {
@@ -202,7 +203,7 @@ fn filter(query: Option<&str>) -> Result<Filter, ApiError> {
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
     let get = |k: &str| super::params::get(&p, k);
-    let bad = ApiError::bad_data;
+    let bad = |e: TimeError| ApiError::bad_data(e.to_string());
     let start = get("start").map(time_ms).transpose().map_err(bad)?;
     let end = get("end").map(time_ms).transpose().map_err(bad)?;
     let limit = match get("limit") {
@@ -210,12 +211,14 @@ fn filter(query: Option<&str>) -> Result<Filter, ApiError> {
             .parse::<usize>()
             .ok()
             .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| bad(format!("limit must be in 1..={MAX_LIMIT}, got {l:?}")))?,
+            .ok_or_else(|| {
+                ApiError::bad_data(format!("limit must be in 1..={MAX_LIMIT}, got {l:?}"))
+            })?,
         None => 1000,
     };
     let (start, end) = (start.unwrap_or(i64::MIN), end.unwrap_or(i64::MAX));
     if end < start {
-        return Err(bad("end must not be before start".into()));
+        return Err(ApiError::bad_data("end must not be before start"));
     }
     Ok(Filter {
         detector: get("detector").map(str::to_owned),
@@ -267,7 +270,7 @@ async fn annotations(
 ) -> Result<Response, ApiError> {
     let d = detectors(&st)?;
     let f = filter(query.as_deref())?;
-    let now = sightline_detectors::now_ms();
+    let now = st.now().as_millis();
     let list: Vec<Value> = select(&d, &tenant, &f)
         .into_iter()
         .map(|e| {

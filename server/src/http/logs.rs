@@ -25,10 +25,11 @@ use sightline_query::logs::{
 };
 use sightline_query::time::DurationDialect;
 use sightline_storage::{
-    Deadline, LogRecord, MatchOp, Matcher, SpanId, TenantId, TimeRange, TraceId, UnixNanos,
+    Deadline, LogRecord, MatchOp, Matcher, SpanId, StorageError, TenantId, TimeRange, TraceId,
+    UnixNanos,
 };
 
-use super::params::{self, get as param};
+use super::params::{self, RangeError, get as param};
 use super::{ApiError, AppState};
 
 /// Default time span searched when `start` is absent: one hour before `end`.
@@ -51,12 +52,71 @@ fn bad(msg: impl std::fmt::Display) -> ApiError {
     ApiError::bad_data(msg.to_string())
 }
 
+/// A log request parameter the API refuses (400).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LogParamError {
+    /// `start`, `end` or `since`.
+    #[error(transparent)]
+    Range(#[from] RangeError),
+    /// A `filter` without an operator.
+    #[error("filter {0:?}: expected key=value, key!=value, key=~re or key!~re")]
+    FilterSyntax(String),
+    /// A `filter` whose operator is not `=`, `!=`, `=~` or `!~`.
+    #[error("filter {0:?}: unknown operator")]
+    FilterOperator(String),
+    /// A `filter` without a key.
+    #[error("filter {0:?}: empty key")]
+    FilterKey(String),
+    /// A `filter` whose double-quoted value is not a JSON string.
+    #[error("filter {filter:?}: bad quoted value: {source}")]
+    FilterQuoted {
+        /// The filter.
+        filter: String,
+        /// What JSON said.
+        source: serde_json::Error,
+    },
+    /// A JSON `filter` object that does not parse.
+    #[error("filter {filter}: {source}")]
+    FilterJson {
+        /// The filter.
+        filter: String,
+        /// What JSON said.
+        source: serde_json::Error,
+    },
+    /// A JSON `filter` object without `key`.
+    #[error("filter {0}: missing key")]
+    FilterJsonKey(String),
+    /// A JSON `filter` object with an unknown `op`.
+    #[error("filter {filter}: unknown op {op:?}")]
+    FilterJsonOperator {
+        /// The filter.
+        filter: String,
+        /// Its `op`.
+        op: String,
+    },
+    /// A matcher the store refuses (an invalid regex).
+    #[error(transparent)]
+    Matcher(StorageError),
+    /// A numeric `min_severity` outside OpenTelemetry's range.
+    #[error("min_severity {0} outside 0..=24")]
+    SeverityRange(i32),
+    /// A `min_severity` name that is not a severity.
+    #[error("unknown severity {0:?}: use 1-24 or trace/debug/info/warn/error/fatal")]
+    SeverityName(String),
+    /// A `trace_id` that is not 32 hex digits.
+    #[error("trace_id: {0}")]
+    TraceId(StorageError),
+    /// A `span_id` that is not 16 hex digits.
+    #[error("span_id: {0}")]
+    SpanId(StorageError),
+}
+
 /// Parses one attribute filter: `key op value` with `op` one of `=`, `!=`, `=~`, `!~`; the
 /// value may be double-quoted (JSON string escapes).
-pub(crate) fn parse_filter(s: &str) -> Result<Matcher, String> {
-    let key_end = s.find(['=', '!']).ok_or_else(|| {
-        format!("filter {s:?}: expected key=value, key!=value, key=~re or key!~re")
-    })?;
+pub(crate) fn parse_filter(s: &str) -> Result<Matcher, LogParamError> {
+    let key_end = s
+        .find(['=', '!'])
+        .ok_or_else(|| LogParamError::FilterSyntax(s.to_owned()))?;
     let key = s[..key_end].trim();
     let rest = &s[key_end..];
     let (op, value) = if let Some(v) = rest.strip_prefix("=~") {
@@ -68,27 +128,29 @@ pub(crate) fn parse_filter(s: &str) -> Result<Matcher, String> {
     } else if let Some(v) = rest.strip_prefix('=') {
         (MatchOp::Eq, v)
     } else {
-        return Err(format!("filter {s:?}: unknown operator"));
+        return Err(LogParamError::FilterOperator(s.to_owned()));
     };
     if key.is_empty() {
-        return Err(format!("filter {s:?}: empty key"));
+        return Err(LogParamError::FilterKey(s.to_owned()));
     }
     let value = value.trim();
     let value = if value.starts_with('"') {
-        serde_json::from_str::<String>(value)
-            .map_err(|e| format!("filter {s:?}: bad quoted value: {e}"))?
+        serde_json::from_str::<String>(value).map_err(|source| LogParamError::FilterQuoted {
+            filter: s.to_owned(),
+            source,
+        })?
     } else {
         value.to_owned()
     };
-    Matcher::new(key, op, value).map_err(|e| e.to_string())
+    Matcher::new(key, op, value).map_err(LogParamError::Matcher)
 }
 
-fn severity_number(s: &str) -> Result<i32, String> {
+fn severity_number(s: &str) -> Result<i32, LogParamError> {
     if let Ok(n) = s.parse::<i32>() {
         return if (0..=24).contains(&n) {
             Ok(n)
         } else {
-            Err(format!("min_severity {n} outside 0..=24"))
+            Err(LogParamError::SeverityRange(n))
         };
     }
     Ok(match s.to_ascii_lowercase().as_str() {
@@ -98,16 +160,12 @@ fn severity_number(s: &str) -> Result<i32, String> {
         "warn" | "warning" => 13,
         "error" => 17,
         "fatal" | "critical" => 21,
-        _ => {
-            return Err(format!(
-                "unknown severity {s:?}: use 1-24 or trace/debug/info/warn/error/fatal"
-            ));
-        }
+        _ => return Err(LogParamError::SeverityName(s.to_owned())),
     })
 }
 
-fn filter_from(p: &[(String, String)]) -> Result<LogFilter, String> {
-    let (start, end) = params::time_range(p, DEFAULT_SPAN_NS)?;
+fn filter_from(p: &[(String, String)], now: UnixNanos) -> Result<LogFilter, LogParamError> {
+    let (start, end) = params::time_range(p, DEFAULT_SPAN_NS, now)?;
     let mut f = LogFilter::new(TimeRange {
         start: UnixNanos(start),
         end: UnixNanos(end.saturating_add(1)),
@@ -118,19 +176,28 @@ fn filter_from(p: &[(String, String)]) -> Result<LogFilter, String> {
     for raw in params::all(p, "filter") {
         if raw.trim_start().starts_with('{') {
             // A JSON object {"key", "op", "value"} inside a JSON body.
-            let v: Value = serde_json::from_str(raw).map_err(|e| format!("filter {raw}: {e}"))?;
+            let v: Value =
+                serde_json::from_str(raw).map_err(|source| LogParamError::FilterJson {
+                    filter: raw.to_owned(),
+                    source,
+                })?;
             let field = |n: &str| v.get(n).and_then(Value::as_str).map(str::to_owned);
-            let key = field("key").ok_or_else(|| format!("filter {raw}: missing key"))?;
+            let key = field("key").ok_or_else(|| LogParamError::FilterJsonKey(raw.to_owned()))?;
             let op = match field("op").as_deref().unwrap_or("=") {
                 "=" => MatchOp::Eq,
                 "!=" => MatchOp::NotEq,
                 "=~" => MatchOp::Regex,
                 "!~" => MatchOp::NotRegex,
-                o => return Err(format!("filter {raw}: unknown op {o:?}")),
+                o => {
+                    return Err(LogParamError::FilterJsonOperator {
+                        filter: raw.to_owned(),
+                        op: o.to_owned(),
+                    });
+                }
             };
             let value = field("value").unwrap_or_default();
             f.matchers
-                .push(Matcher::new(key, op, value).map_err(|e| e.to_string())?);
+                .push(Matcher::new(key, op, value).map_err(LogParamError::Matcher)?);
         } else {
             f.matchers.push(parse_filter(raw)?);
         }
@@ -141,10 +208,10 @@ fn filter_from(p: &[(String, String)]) -> Result<LogFilter, String> {
     f.severity_text = param(p, "severity").map(str::to_owned);
     f.min_severity = param(p, "min_severity").map(severity_number).transpose()?;
     f.trace_id = param(p, "trace_id")
-        .map(|t| TraceId::from_hex(t).map_err(|e| format!("trace_id: {e}")))
+        .map(|t| TraceId::from_hex(t).map_err(LogParamError::TraceId))
         .transpose()?;
     f.span_id = param(p, "span_id")
-        .map(|t| SpanId::from_hex(t).map_err(|e| format!("span_id: {e}")))
+        .map(|t| SpanId::from_hex(t).map_err(LogParamError::SpanId))
         .transpose()?;
     Ok(f)
 }
@@ -215,7 +282,7 @@ async fn search_handler(
     let store = st.store().clone();
     let t = tenant.clone();
     run(&st, &t, move |deadline| {
-        let mut filter = filter_from(&p).map_err(bad)?;
+        let mut filter = filter_from(&p, store.now()).map_err(bad)?;
         filter.deadline = deadline.clone();
         let limit = match param(&p, "limit") {
             Some(l) => l
@@ -268,7 +335,7 @@ async fn histogram_handler(
     let store = st.store().clone();
     let t = tenant.clone();
     run(&st, &t, move |deadline| {
-        let mut filter = filter_from(&p).map_err(bad)?;
+        let mut filter = filter_from(&p, store.now()).map_err(bad)?;
         filter.deadline = deadline.clone();
         let span = filter.time.end.0 - filter.time.start.0;
         let step_ns = match param(&p, "step") {
@@ -314,7 +381,7 @@ mod tests {
         );
         assert!(parse_filter("novalue").is_err());
         assert!(parse_filter("=x").is_err());
-        assert_eq!(severity_number("warn"), Ok(13));
+        assert_eq!(severity_number("warn").ok(), Some(13));
         assert!(severity_number("99").is_err());
     }
 }

@@ -28,7 +28,7 @@ use sightline_query::QueryError;
 use sightline_query::logs::Direction;
 use sightline_query::logs::logql::eval::{QueryOutput, QueryValue, RangeParams, Series};
 use sightline_query::logs::logql::{self, eval};
-use sightline_query::time::{self, DurationDialect, TimeDialect};
+use sightline_query::time::{DurationDialect, TimeDialect};
 use sightline_storage::{Deadline, TenantId};
 
 use super::params::{self, get as param};
@@ -240,7 +240,8 @@ async fn query_range(
         let started = Instant::now();
         let text = param(&p, "query").ok_or_else(|| bad("query parameter is required"))?;
         let expr = logql::parse(text).map_err(query_err)?;
-        let (start_ns, end_ns) = params::time_range(&p, DEFAULT_SPAN_NS).map_err(bad)?;
+        let (start_ns, end_ns) =
+            params::time_range(&p, DEFAULT_SPAN_NS, store.now()).map_err(bad)?;
         let (limit, direction) = limit_and_direction(&p)?;
         let step_ns = match param(&p, "step") {
             Some(s) => DurationDialect::LokiStep.parse(s).map_err(bad)?.0,
@@ -284,7 +285,7 @@ async fn query(
         let expr = logql::parse(text).map_err(query_err)?;
         let time_ns = match param(&p, "time") {
             Some(t) => TimeDialect::Loki.parse(t).map_err(bad)?.0,
-            None => time::now().0,
+            None => store.now().0,
         };
         let out =
             eval::query_instant(&store, &tenant, &expr, time_ns, deadline).map_err(query_err)?;

@@ -3,7 +3,8 @@
 //! dialects).
 
 use axum::http::{HeaderMap, Method};
-use sightline_query::time::{self, DurationDialect, TimeDialect};
+use sightline_query::time::{DurationDialect, TimeDialect, TimeError};
+use sightline_storage::UnixNanos;
 
 /// Parameters of a request: the query string's pairs, then (for POST) the form body's pairs or
 /// a JSON object's fields (arrays become repeated pairs, non-string scalars their JSON text).
@@ -71,30 +72,36 @@ pub(crate) fn all<'a>(p: &'a [(String, String)], name: &str) -> Vec<&'a str> {
 }
 
 /// The `[start, end]` of a request: `start`/`end` (or `since` as a duration before `end`),
-/// defaulting to the last `default_span_ns`.
+/// defaulting to the `default_span_ns` before `now`.
 pub(crate) fn time_range(
     p: &[(String, String)],
     default_span_ns: i64,
-) -> Result<(i64, i64), String> {
-    let loki_time = |s: &str| TimeDialect::Loki.parse(s).map_err(|e| e.to_string());
+    now: UnixNanos,
+) -> Result<(i64, i64), RangeError> {
     let end = match get(p, "end") {
-        Some(e) => loki_time(e)?.0,
-        None => time::now().0,
+        Some(e) => TimeDialect::Loki.parse(e)?.0,
+        None => now.0,
     };
     let start = match (get(p, "start"), get(p, "since")) {
-        (Some(s), _) => loki_time(s)?.0,
-        (None, Some(since)) => {
-            let since = DurationDialect::LokiStep
-                .parse(since)
-                .map_err(|e| e.to_string())?;
-            end.saturating_sub(since.0)
-        }
+        (Some(s), _) => TimeDialect::Loki.parse(s)?.0,
+        (None, Some(since)) => end.saturating_sub(DurationDialect::LokiStep.parse(since)?.0),
         (None, None) => end.saturating_sub(default_span_ns),
     };
     if end < start {
-        return Err("end timestamp must not be before start time".into());
+        return Err(RangeError::EndBeforeStart);
     }
     Ok((start, end))
+}
+
+/// A `start`/`end`/`since` the request got wrong.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RangeError {
+    /// A time or duration its dialect refuses.
+    #[error(transparent)]
+    Time(#[from] TimeError),
+    /// `end` before `start`.
+    #[error("end timestamp must not be before start time")]
+    EndBeforeStart,
 }
 
 #[cfg(test)]
@@ -109,22 +116,33 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect()
         };
+        let range = |pairs: &[(&str, &str)]| {
+            time_range(&p(pairs), 1, UnixNanos(1_700_000_120_000_000_000))
+                .map_err(|e| e.to_string())
+        };
         assert_eq!(
-            time_range(&p(&[("start", "1700000000"), ("end", "1700000060")]), 1),
+            range(&[("start", "1700000000"), ("end", "1700000060")]),
             Ok((1_700_000_000_000_000_000, 1_700_000_060_000_000_000))
         );
         assert_eq!(
-            time_range(&p(&[("since", "1m"), ("end", "1700000060")]), 1),
+            range(&[("since", "1m"), ("end", "1700000060")]),
             Ok((1_700_000_000_000_000_000, 1_700_000_060_000_000_000))
         );
         assert_eq!(
-            time_range(&p(&[("end", "yesterday")]), 1),
+            range(&[("since", "1m")]),
+            Ok((1_700_000_060_000_000_000, 1_700_000_120_000_000_000))
+        );
+        assert_eq!(
+            range(&[("end", "yesterday")]),
             Err("invalid timestamp \"yesterday\": use Unix nanoseconds, seconds or RFC3339".into())
         );
         assert_eq!(
-            time_range(&p(&[("since", "0")]), 1),
+            range(&[("since", "0")]),
             Err("invalid step \"0\": must be positive".into())
         );
-        assert!(time_range(&p(&[("start", "2"), ("end", "1")]), 1).is_err());
+        assert_eq!(
+            time_range(&p(&[("start", "2"), ("end", "1")]), 1, UnixNanos(0)),
+            Err(RangeError::EndBeforeStart)
+        );
     }
 }

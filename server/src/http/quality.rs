@@ -25,7 +25,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
-use sightline_query::time::{self, DurationDialect, TimeDialect};
+use sightline_query::time::{DurationDialect, TimeDialect};
+use sightline_storage::UnixNanos;
 
 use super::params::get as param;
 use super::traces::{bad, query_pairs};
@@ -62,10 +63,10 @@ fn quality_error(e: QualityError) -> ApiError {
     }
 }
 
-fn range(p: &[(String, String)]) -> Result<(i64, i64), ApiError> {
+fn range(p: &[(String, String)], now: UnixNanos) -> Result<(i64, i64), ApiError> {
     let end = match param(p, "end") {
         Some(e) => TimeDialect::Loki.parse(e).map_err(bad)?.0,
-        None => time::now().0,
+        None => now.0,
     };
     let start = match param(p, "start") {
         Some(s) => TimeDialect::Loki.parse(s).map_err(bad)?.0,
@@ -93,7 +94,7 @@ async fn series_handler(
         QualityMetric::parse(param(&p, "metric").ok_or_else(|| bad("metric is required"))?)
             .map_err(quality_error)?;
     let by = GroupKey::parse(param(&p, "by").unwrap_or("model")).map_err(quality_error)?;
-    let (start_ns, end_ns) = range(&p)?;
+    let (start_ns, end_ns) = range(&p, st.now())?;
     let step_ns = match param(&p, "step") {
         Some(s) => {
             DurationDialect::LokiStep
@@ -179,7 +180,7 @@ async fn field_values(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQ
         };
         let (start, end) = match (param(&p, "start"), param(&p, "end")) {
             (None, None) => (i64::MIN, i64::MAX),
-            _ => range(&p)?,
+            _ => range(&p, st.0.now())?,
         };
         let store = st.0.store().clone();
         let t = tenant.clone();
@@ -196,8 +197,8 @@ async fn field_values(st: State<AppState>, headers: HeaderMap, RawQuery(q): RawQ
 /// Default and largest `limit` of the provenance routes.
 const DEFAULT_PROVENANCE_LIMIT: usize = 100;
 
-fn provenance_query(p: &[(String, String)]) -> Result<ProvenanceQuery, ApiError> {
-    let (start_ns, end_ns) = range(p)?;
+fn provenance_query(p: &[(String, String)], now: UnixNanos) -> Result<ProvenanceQuery, ApiError> {
+    let (start_ns, end_ns) = range(p, now)?;
     let limit = match param(p, "limit") {
         Some(l) => l
             .parse::<usize>()
@@ -258,7 +259,7 @@ where
     let run = async {
         let tenant = tenant(st, headers)?;
         let pairs = query_pairs(q);
-        let query = provenance_query(&pairs)?;
+        let query = provenance_query(&pairs, st.now())?;
         let store = st.store().clone();
         let t = tenant.clone();
         let answer = st

@@ -216,7 +216,10 @@ mod tests {
                 ..Default::default()
             }],
         };
-        map_logs(&req, &MapContext::now(&Limits::default()))
+        map_logs(
+            &req,
+            &MapContext::at(&Limits::default(), sightline_query::time::now()),
+        )
     }
 
     fn attr<'a>(rec: &'a LogRecord, key: &str) -> Option<&'a AttrValue> {

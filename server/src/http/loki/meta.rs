@@ -69,7 +69,7 @@ fn lines(
     p: &[(String, String)],
     deadline: &Deadline,
 ) -> Result<Selected, LokiError> {
-    let (start, end) = params::time_range(p, DEFAULT_SPAN_NS).map_err(bad)?;
+    let (start, end) = params::time_range(p, DEFAULT_SPAN_NS, store.now()).map_err(bad)?;
     let time = TimeRange {
         start: UnixNanos(start),
         end: UnixNanos(end.saturating_add(1)),

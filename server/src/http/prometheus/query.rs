@@ -75,7 +75,7 @@ pub async fn instant(
     let run = async {
         let tenant = tenant(&st, &headers)?;
         let p = request_params(&method, &headers, q.as_deref(), &body);
-        let time = p.time_or("time", sightline_query::time::now().as_millis())?;
+        let time = p.time_or("time", st.now().as_millis())?;
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
         let r = evaluate(&st, tenant, timeout, move |src, budget| {
@@ -131,7 +131,7 @@ pub async fn exemplars(
     let run = async {
         let tenant = tenant(&st, &headers)?;
         let p = request_params(&method, &headers, q.as_deref(), &body);
-        let now = sightline_query::time::now().as_millis();
+        let now = st.now().as_millis();
         p.time_or("start", now)?;
         p.time_or("end", now)?;
         let timeout = query_timeout(&st, &p)?;

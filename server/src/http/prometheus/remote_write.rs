@@ -410,17 +410,13 @@ async fn receive(
     let telemetry = Arc::clone(st.telemetry());
     let ps = Arc::clone(ps);
     let budget = Arc::clone(st.budget());
+    let now_ms = st.now().as_millis();
     tokio::task::spawn_blocking(move || {
         let (req, _reserved) = decode(&bytes, &limits, &budget)?;
         drop(bytes);
         ps.remember_metadata(&tenant, request_metadata(&req));
         let lookup = |family: &str| ps.family_metadata(&tenant, family);
-        let mapped = map_request(
-            &req,
-            &limits,
-            sightline_query::time::now().as_millis(),
-            &lookup,
-        )?;
+        let mapped = map_request(&req, &limits, now_ms, &lookup)?;
         drop(req);
         for (reason, n) in [
             ("unsupported_exemplar", mapped.exemplars),
