@@ -36,6 +36,8 @@
 //! times (`-6h`, `now`), typed results (`UnixNanos`/`UnixMillis`, `Nanos`/`Millis`), one
 //! `TimeError` and `now()`: the HTTP APIs, plans, the CLI and the LogQL/TraceQL lexers parse
 //! through it.
+//! `quantile`: the one quantile (Prometheus' linear interpolation, NaN first) that PromQL,
+//! plans and RED compute.
 //! `bounds`: the size, nesting and operator limits every PromQL, LogQL and TraceQL text passes
 //! before a recursive parser sees it.
 //!
@@ -59,6 +61,7 @@ pub mod error;
 pub mod logs;
 pub mod plan;
 pub mod promql;
+pub mod quantile;
 pub mod time;
 pub mod traces;
 

@@ -38,6 +38,10 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use rustc_hash::FxHashMap;
 
+mod view;
+
+pub use view::RollupView;
+
 use crate::columnar::decode_column as column;
 use crate::error::{Result, StorageError};
 use crate::schema::col;

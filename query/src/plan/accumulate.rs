@@ -4,18 +4,17 @@
 
 use std::cmp::Ordering;
 
-use arrow_array::{
-    Array, Float64Array, Int64Array, ListArray, RecordBatch, UInt8Array, UInt64Array,
-};
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, UInt8Array, UInt64Array};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use sightline_storage::model::StatusCode;
-use sightline_storage::rollup::{self, Part};
+use sightline_storage::rollup::{self, Part, RollupView};
 use sightline_storage::schema::col;
 
 use super::fields::{KeyCol, NumCol, numeric_field, times};
 use super::{AggFunc, Explain, GroupBy, MAX_GROUPS, OrderBy, OrderKey, Plan, Table};
 use crate::error::{QueryError, Result};
+use crate::quantile::quantile;
 use crate::traces::filter::column;
 
 /// One output value.
@@ -143,7 +142,7 @@ impl AccCol {
     /// Folds rollup rows: `gids[i]` is rollup row i's group, `r` its columns for this
     /// aggregate.
     fn update_rollup(&mut self, gids: &[u32], r: &RollupCols<'_>) {
-        let weights = r.rows.values();
+        let weights = r.view.weights();
         match self {
             AccCol::Count(c) => {
                 for (&g, &w) in gids.iter().zip(weights.iter()) {
@@ -151,10 +150,9 @@ impl AccCol {
                 }
             }
             AccCol::Errors { errors, total } => {
-                let code = StatusCode::Error as u8;
                 for (i, (&g, &w)) in gids.iter().zip(weights.iter()).enumerate() {
                     total[g as usize] += w;
-                    if r.status.is_some_and(|s| s.value(i) == code) {
+                    if r.view.is_error(i) {
                         errors[g as usize] += w;
                     }
                 }
@@ -175,12 +173,7 @@ impl AccCol {
                         AccCol::Min(v) => v[g] = v[g].min(m.min.value(i)),
                         AccCol::Max(v) => v[g] = v[g].max(m.max.value(i)),
                         AccCol::Values(vs) => {
-                            if let Some(d) = &r.durations {
-                                let (lo, hi) = (d.offsets[i] as usize, d.offsets[i + 1] as usize);
-                                if let Some(vals) = d.values.get(lo..hi) {
-                                    vs[g].extend(vals.iter().map(|&v| v as f64));
-                                }
-                            }
+                            vs[g].extend(r.view.durations(i).iter().map(|&v| v as f64));
                         }
                         AccCol::Count(_) | AccCol::Errors { .. } => {}
                     }
@@ -220,36 +213,22 @@ struct MeasureCols<'a> {
     max: &'a Float64Array,
 }
 
-/// The sorted span durations of each rollup row.
-struct Durations<'a> {
-    offsets: &'a [i32],
-    values: &'a [i64],
-}
-
-/// What one aggregate reads of a rollup batch.
+/// What one aggregate reads of a rollup batch: the weights, status and durations (for
+/// quantiles of the duration, the only field whose values rollups keep) through storage's
+/// view, and the parts of its measure.
 struct RollupCols<'a> {
-    /// Spans per rollup row.
-    rows: &'a UInt64Array,
-    status: Option<&'a UInt8Array>,
+    view: RollupView<'a>,
     measure: Option<MeasureCols<'a>>,
-    /// Present for quantiles (of the duration, the only field whose values rollups keep).
-    durations: Option<Durations<'a>>,
 }
 
 impl<'a> RollupCols<'a> {
     fn new(batch: &'a RecordBatch, measure: Option<&str>, quantile: bool) -> Result<Self> {
-        let durations = if quantile {
-            let lists: &ListArray = column(batch, rollup::DURATIONS)?;
-            let values: &Int64Array = lists.values().as_any().downcast_ref().ok_or_else(|| {
-                QueryError::Execution("rollup durations are not 64-bit integers".into())
-            })?;
-            Some(Durations {
-                offsets: lists.value_offsets(),
-                values: values.values(),
-            })
-        } else {
-            None
-        };
+        let view = RollupView::new(batch)?;
+        if quantile && !view.has_durations() {
+            return Err(QueryError::Execution(
+                "rollup rows without their durations cannot answer a quantile".into(),
+            ));
+        }
         let measure = match measure {
             Some(m) => Some(MeasureCols {
                 count: column(batch, &rollup::measure_column(m, Part::Count))?,
@@ -259,30 +238,8 @@ impl<'a> RollupCols<'a> {
             }),
             None => None,
         };
-        Ok(Self {
-            rows: column(batch, rollup::ROWS)?,
-            status: batch
-                .column_by_name(col::STATUS_CODE)
-                .and_then(|a| a.as_any().downcast_ref()),
-            measure,
-            durations,
-        })
+        Ok(Self { view, measure })
     }
-}
-
-/// Quantile with linear interpolation between closest ranks (Prometheus' `quantile`).
-fn quantile(v: &mut [f64], q: f64) -> f64 {
-    let n = v.len();
-    let rank = q * (n - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    let (_, lo_v, rest) = v.select_nth_unstable_by(lo, f64::total_cmp);
-    let lo_v = *lo_v;
-    if hi == lo {
-        return lo_v;
-    }
-    let hi_v = rest.iter().copied().fold(f64::INFINITY, f64::min);
-    lo_v + (hi_v - lo_v) * (rank - lo as f64)
 }
 
 /// Interns the values of one group-by column into dense ids.
@@ -711,18 +668,4 @@ fn top_rows(plan: &Plan, batches: &[RecordBatch], mut explain: Explain) -> Resul
         rows,
         explain,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::quantile;
-
-    #[test]
-    fn quantile_interpolates_between_closest_ranks() {
-        let mut v = vec![4.0, 1.0, 3.0, 2.0];
-        assert_eq!(quantile(&mut v, 0.0), 1.0);
-        assert_eq!(quantile(&mut v, 1.0), 4.0);
-        assert!((quantile(&mut v, 0.5) - 2.5).abs() < 1e-12);
-        assert!((quantile(&mut v, 0.9) - 3.7).abs() < 1e-12);
-    }
 }

@@ -9,6 +9,7 @@ use promql_parser::parser::ast::{AggregateExpr, LabelModifier};
 use super::eval::{Evaluator, op_name};
 use super::value::{Labels, METRIC_NAME, Series, Value, with_label};
 use crate::error::{QueryError, Result};
+use crate::quantile::quantile;
 
 fn group_labels(labels: &Labels, modifier: Option<&LabelModifier>) -> Labels {
     Arc::new(match modifier {
@@ -24,38 +25,6 @@ fn group_labels(labels: &Labels, modifier: Option<&LabelModifier>) -> Labels {
             .collect(),
         None => Vec::new(),
     })
-}
-
-/// Ascending order with NaN before everything, as Go's `sort.Sort(vectorByValueHeap)` orders
-/// values in Prometheus (`quantile`, `quantile_over_time`, `sort`).
-pub(crate) fn nan_first(a: f64, b: f64) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Less,
-        (false, true) => Ordering::Greater,
-        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
-    }
-}
-
-/// Prometheus' quantile over values: linear interpolation at rank `q * (n - 1)`.
-pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    if q < 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if q > 1.0 {
-        return f64::INFINITY;
-    }
-    values.sort_by(|a, b| nan_first(*a, *b));
-    let n = values.len() as f64;
-    let rank = q * (n - 1.0);
-    let lower = rank.floor().max(0.0) as usize;
-    let upper = (lower + 1).min(values.len() - 1);
-    let weight = rank - rank.floor();
-    values[lower] * (1.0 - weight) + values[upper] * weight
 }
 
 pub(crate) fn eval(ev: &Evaluator<'_>, a: &AggregateExpr) -> Result<Value> {
@@ -293,7 +262,7 @@ fn reduce(op: &str, v: &mut [f64], q: Option<f64>) -> Result<f64> {
             let var = m2 / n;
             if op == "stddev" { var.sqrt() } else { var }
         }
-        "quantile" => quantile(q.unwrap_or(f64::NAN), v),
+        "quantile" => quantile(v, q.unwrap_or(f64::NAN)),
         other => return Err(QueryError::Unsupported(format!("aggregation {other}"))),
     })
 }

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use promql_parser::parser::{Call, Expr};
 
-use super::aggregate::{kahan_sum, nan_first, quantile};
+use super::aggregate::kahan_sum;
 use super::eval::Evaluator;
 use super::value::{Labels, Series, Value, drop_name, label, with_label};
 use crate::error::{QueryError, Result};
+use crate::quantile::{nan_first, quantile};
 
 fn arg(c: &Call, i: usize) -> Result<&Expr> {
     c.args.args.get(i).map(|b| b.as_ref()).ok_or_else(|| {
@@ -174,7 +175,7 @@ fn over_time(name: &str, w: &[(i64, f64)], q: f64) -> Option<f64> {
                 var
             }
         }
-        "quantile_over_time" => quantile(q, &mut vals().collect::<Vec<_>>()),
+        "quantile_over_time" => quantile(&mut vals().collect::<Vec<_>>(), q),
         _ => return None,
     })
 }

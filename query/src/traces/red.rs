@@ -13,11 +13,10 @@
 use std::collections::BTreeMap;
 
 use arrow_array::{
-    Array, Int64Array, ListArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array,
-    UInt64Array,
+    Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array,
 };
 use serde::Serialize;
-use sightline_storage::rollup;
+use sightline_storage::rollup::{self, RollupView};
 use sightline_storage::schema::col;
 use sightline_storage::{
     Deadline, ScanRequest, ScanStats, Signal, StatusCode, Store, TenantId, TimeRange,
@@ -26,6 +25,7 @@ use sightline_storage::{
 use super::filter::{Cond, column};
 use super::search::scan_matching;
 use crate::error::{QueryError, Result};
+use crate::quantile::quantile;
 
 /// Most buckets one RED query may produce.
 pub const MAX_BUCKETS: i64 = 11_000;
@@ -121,22 +121,18 @@ pub struct RedResult {
     pub stats: ScanStats,
 }
 
-/// Quantile `q` of sorted values with linear interpolation (`q * (n - 1)`); 0 when empty.
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    let (a, b) = (sorted[lo], sorted[hi.min(sorted.len() - 1)]);
-    a + (b - a) * (pos - lo as f64)
-}
-
-fn point(start: i64, secs: f64, durations: &mut [i64], errors: u64) -> RedPoint {
-    durations.sort_unstable();
-    let ms: Vec<f64> = durations.iter().map(|d| *d as f64 / 1e6).collect();
+fn point(start: i64, secs: f64, durations: &[i64], errors: u64) -> RedPoint {
+    let mut ms: Vec<f64> = durations.iter().map(|d| *d as f64 / 1e6).collect();
     let count = ms.len() as u64;
+    // Quantiles of no spans read 0, not NaN (JSON has no NaN).
+    let mut q = |q: f64| {
+        if ms.is_empty() {
+            0.0
+        } else {
+            quantile(&mut ms, q)
+        }
+    };
+    let (p50_ms, p90_ms, p99_ms) = (q(0.5), q(0.9), q(0.99));
     RedPoint {
         start_unix_nano: start,
         count,
@@ -147,9 +143,9 @@ fn point(start: i64, secs: f64, durations: &mut [i64], errors: u64) -> RedPoint 
         } else {
             0.0
         },
-        p50_ms: quantile(&ms, 0.5),
-        p90_ms: quantile(&ms, 0.9),
-        p99_ms: quantile(&ms, 0.99),
+        p50_ms,
+        p90_ms,
+        p99_ms,
     }
 }
 
@@ -201,28 +197,23 @@ fn fold_rows(
 fn fold_rollup(q: &RedQuery, b: &RecordBatch, acc: &mut Acc, total: &mut u64) -> Result<()> {
     let g = column::<StringArray>(b, q.group_by.column())?;
     let start = column::<TimestampNanosecondArray>(b, col::START_TIME)?;
-    let rows = column::<UInt64Array>(b, rollup::ROWS)?;
-    let status = column::<UInt8Array>(b, col::STATUS_CODE)?;
-    let lists = column::<ListArray>(b, rollup::DURATIONS)?;
-    let values = lists
-        .values()
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .ok_or_else(|| QueryError::Execution("rollup durations are not integers".into()))?;
-    let offsets = lists.value_offsets();
-    for i in 0..b.num_rows() {
+    let view = RollupView::new(b)?;
+    if !view.has_durations() {
+        return Err(QueryError::Execution(
+            "rollup rows without their durations cannot answer RED".into(),
+        ));
+    }
+    for (i, &n) in view.weights().iter().enumerate() {
         let key = if g.is_null(i) { "" } else { g.value(i) };
         let bucket = (start.value(i).max(q.time.start.0) - q.time.start.0) / q.step_nanos;
-        let n = rows.value(i);
         count_spans(total, n)?;
         let buckets = match acc.get_mut(key) {
             Some(b) => b,
             None => acc.entry(key.to_owned()).or_default(),
         };
         let e = buckets.entry(bucket).or_default();
-        let (lo, hi) = (offsets[i] as usize, offsets[i + 1] as usize);
-        e.0.extend_from_slice(values.values().get(lo..hi).unwrap_or_default());
-        if status.value(i) == StatusCode::Error as u8 {
+        e.0.extend_from_slice(view.durations(i));
+        if view.is_error(i) {
             e.1 += n;
         }
     }
@@ -291,19 +282,14 @@ pub fn red(store: &Store, tenant: &TenantId, q: &RedQuery) -> Result<RedResult> 
             let mut all = Vec::new();
             let mut all_errors = 0;
             let mut points = Vec::new();
-            for (k, (mut d, e)) in buckets {
+            for (k, (d, e)) in buckets {
                 all.extend_from_slice(&d);
                 all_errors += e;
-                points.push(point(
-                    q.time.start.0 + k * q.step_nanos,
-                    step_secs,
-                    &mut d,
-                    e,
-                ));
+                points.push(point(q.time.start.0 + k * q.step_nanos, step_secs, &d, e));
             }
             RedSeries {
                 group,
-                total: point(q.time.start.0, range_secs, &mut all, all_errors),
+                total: point(q.time.start.0, range_secs, &all, all_errors),
                 buckets: points,
             }
         })

@@ -120,16 +120,16 @@ fn one_series(
     n: usize,
     start_ms: i64,
     step_ms: i64,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, SeriesError> {
     let series = match result {
         QueryResult::Matrix(m) => m,
-        _ => return Err(format!("{what} did not evaluate to a series")),
+        _ => return Err(SeriesError::NotSeries(what.to_owned())),
     };
     let [s] = series.as_slice() else {
-        return Err(format!(
-            "{what} must yield exactly one series, got {}; aggregate it (e.g. sum(...))",
-            series.len()
-        ));
+        return Err(SeriesError::NotOne {
+            what: what.to_owned(),
+            got: series.len(),
+        });
     };
     let mut out = vec![f64::NAN; n];
     for &(t, v) in &s.points {
@@ -139,12 +139,31 @@ fn one_series(
         }
     }
     if let Some(i) = out.iter().position(|v| v.is_nan()) {
-        return Err(format!(
-            "{what} has no value at step {i} (t={} s); choose a range without gaps",
-            (start_ms + i as i64 * step_ms) / 1000
-        ));
+        return Err(SeriesError::Gap {
+            what: what.to_owned(),
+            step: i,
+            secs: (start_ms + i as i64 * step_ms) / 1000,
+        });
     }
     Ok(out)
+}
+
+/// Why a Granger query's answer is not one gap-free series (400).
+#[derive(Debug, thiserror::Error)]
+enum SeriesError {
+    /// A scalar or a string.
+    #[error("{0} did not evaluate to a series")]
+    NotSeries(String),
+    /// None or several series.
+    #[error("{what} must yield exactly one series, got {got}; aggregate it (e.g. sum(...))")]
+    NotOne { what: String, got: usize },
+    /// A step without a value.
+    #[error("{what} has no value at step {step} (t={secs} s); choose a range without gaps")]
+    Gap {
+        what: String,
+        step: usize,
+        secs: i64,
+    },
 }
 
 async fn granger_handler(

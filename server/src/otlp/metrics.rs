@@ -370,16 +370,29 @@ fn histogram_point(
     Ok(())
 }
 
+/// Why an exponential histogram point cannot be turned into explicit buckets.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExponentialError {
+    /// A scale outside what OpenTelemetry SDKs produce.
+    #[error("scale {0} outside [-10, 20]")]
+    Scale(i32),
+    /// More buckets than a point may have.
+    #[error("more than {MAX_BUCKETS} buckets")]
+    TooManyBuckets,
+}
+
 /// Explicit `(le, count)` buckets of an exponential histogram point (see module docs).
-pub fn exponential_buckets(dp: &ExponentialHistogramDataPoint) -> Result<Vec<(f64, u64)>, String> {
+pub fn exponential_buckets(
+    dp: &ExponentialHistogramDataPoint,
+) -> Result<Vec<(f64, u64)>, ExponentialError> {
     if !(-10..=20).contains(&dp.scale) {
-        return Err(format!("scale {} outside [-10, 20]", dp.scale));
+        return Err(ExponentialError::Scale(dp.scale));
     }
     let empty = Vec::new();
     let pos = dp.positive.as_ref().map_or(&empty, |b| &b.bucket_counts);
     let neg = dp.negative.as_ref().map_or(&empty, |b| &b.bucket_counts);
     if pos.len() + neg.len() >= MAX_BUCKETS {
-        return Err(format!("more than {MAX_BUCKETS} buckets"));
+        return Err(ExponentialError::TooManyBuckets);
     }
     let step = (-f64::from(dp.scale)).exp2();
     let bound = |index: i64| (index as f64 * step).exp2();
