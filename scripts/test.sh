@@ -66,3 +66,6 @@ SIGHTLINE_DEBUG_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/sightline"
   npm run build
   SIGHTLINE_BIN="$SIGHTLINE_DEBUG_BIN" SIGHTLINE_REQUIRE_BINARY=1 SIGHTLINE_REQUIRE_PLUGIN_ENDPOINTS=1 npm test
 )
+
+echo "==> fuzz targets: build each and run it 5 s (docs/fuzzing.md)"
+scripts/fuzz-smoke.sh 5
