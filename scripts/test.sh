@@ -48,6 +48,9 @@ export SIGHTLINE_REQUIRE_SHELL_TOOLS=1
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 
+echo "==> module layout: no import cycles between a crate's top-level modules"
+python3 scripts/module-cycles.py
+
 echo "==> cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -22,8 +22,10 @@
 //! * [`files`]: atomic owner-only JSON files and the run-in-progress marker;
 //! * [`scheduler`]: the worker pool and the tick that decides what runs when, fed by
 //!   [`queue`], round-robin across tenants;
-//! * [`run`]: one run (PromQL over the history, training, scoring); [`service`] its
-//!   multi-series variant; [`failure`] why a run failed;
+//! * [`run`]: one run (training, scoring, applying the outcome); [`service`] its
+//!   multi-series variant; both build on [`grid`] (the window and the PromQL history on it)
+//!   and [`outcome`] (what a run produced), and neither imports the other's internals
+//!   (`run` calls `service::service`); [`failure`] says why a run failed;
 //! * [`writeback`]: the `<name>:predicted|lower|upper|anomalous` samples;
 //! * [`events`]: anomaly events, severity and explanations.
 //!
@@ -33,7 +35,9 @@
 pub mod events;
 pub mod failure;
 pub mod files;
+pub mod grid;
 pub mod limits;
+pub mod outcome;
 pub mod queue;
 pub mod registry;
 pub mod run;

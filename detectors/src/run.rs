@@ -18,166 +18,20 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use sightline_detect::anomaly::{AnomalyReport, Direction, ValueRange, detect_continued};
+use sightline_detect::anomaly::detect_continued;
 use sightline_detect::forecast::{TrainControl, TrainProgress, train};
-use sightline_query::promql::{Budget, QueryResult, StoreSource, range_query};
-use sightline_storage::{Store, TenantId};
+use sightline_storage::Store;
 
 use super::DetectorError;
-use super::events::{
-    self, Observed, deviation_words, display, duration_words, series_key, severity,
-};
+use super::events::{self, display, series_key};
 use super::failure::RunFailure;
 use super::files::{RunInfo, RunMarker};
+use super::grid::{GridSeries, Window, fetch, shifted, window};
 use super::limits::DetectorLimits;
+use super::outcome::{Carried, Outcome, collect};
 use super::registry::Detector;
 use super::spec::{DetectorSpec, Mode, ModelKind};
 use super::status::{Progress, State};
-use super::writeback::{Point, Writer};
-
-/// A series on the evaluation grid.
-#[derive(Clone, Debug)]
-pub struct GridSeries {
-    /// Labels without `__name__`.
-    pub labels: BTreeMap<String, String>,
-    /// Timestamp of `values[0]` (ms).
-    pub start_ms: i64,
-    /// One value per step (NaN: no value), leading and trailing gaps trimmed.
-    pub values: Vec<f64>,
-}
-
-/// The evaluation window of a run.
-#[derive(Clone, Copy, Debug)]
-pub struct Window {
-    /// First step (ms).
-    pub start_ms: i64,
-    /// Last step (ms).
-    pub end_ms: i64,
-    /// Step (ms).
-    pub step_ms: i64,
-}
-
-/// Longest evaluation of one detector query, like an HTTP query's default deadline.
-pub const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// Evaluate `query` over `w` (within [`FETCH_TIMEOUT`] and the default sample budget); one
-/// entry per returned series (trimmed, possibly empty).
-pub fn fetch(
-    store: &Store,
-    tenant: &TenantId,
-    query: &str,
-    w: Window,
-) -> Result<Vec<GridSeries>, RunFailure> {
-    let src = StoreSource::new(store, tenant.clone());
-    let result = range_query(
-        &src,
-        query,
-        w.start_ms,
-        w.end_ms,
-        w.step_ms,
-        &Budget::until(sightline_storage::Deadline::after(FETCH_TIMEOUT)),
-    )
-    .map_err(|source| RunFailure::Query {
-        query: query.to_owned(),
-        source,
-    })?;
-    let series = match result {
-        QueryResult::Matrix(m) | QueryResult::Vector(m) => m,
-        _ => return Err(RunFailure::NotSeries(query.to_owned())),
-    };
-    let n = ((w.end_ms - w.start_ms) / w.step_ms + 1) as usize;
-    let mut out: Vec<GridSeries> = Vec::with_capacity(series.len());
-    for s in series {
-        let labels: BTreeMap<String, String> = s
-            .labels
-            .into_iter()
-            .filter(|(k, _)| k != "__name__")
-            .collect();
-        if out.iter().any(|o| o.labels == labels) {
-            return Err(RunFailure::DuplicateLabels {
-                query: query.to_owned(),
-                labels: display("", &labels),
-            });
-        }
-        let mut values = vec![f64::NAN; n];
-        for (t, v) in s.points {
-            let i = (t - w.start_ms) / w.step_ms;
-            if (0..n as i64).contains(&i) {
-                values[i as usize] = v;
-            }
-        }
-        let first = values.iter().position(|v| v.is_finite());
-        let last = values.iter().rposition(|v| v.is_finite());
-        let (start_ms, values) = match (first, last) {
-            (Some(f), Some(l)) => (w.start_ms + f as i64 * w.step_ms, values[f..=l].to_vec()),
-            _ => (w.start_ms, Vec::new()),
-        };
-        out.push(GridSeries {
-            labels,
-            start_ms,
-            values,
-        });
-    }
-    Ok(out)
-}
-
-/// The evaluation window: the whole history when training or nothing was written yet,
-/// otherwise just enough context for warm-up, calibration and the points since the last run.
-pub fn window(spec: &DetectorSpec, now_ms: i64, full: bool, oldest_written: Option<i64>) -> Window {
-    let step = spec.step_ms();
-    let end = now_ms.div_euclid(step) * step;
-    let history = spec.history_ms() / step * step;
-    let span = match (full, oldest_written) {
-        (false, Some(w)) => {
-            let context =
-                (spec.warmup_points() + spec.calibration_window() + 4 * spec.sustain.window) as i64
-                    * step;
-            (context + (end - w).max(0)).min(history)
-        }
-        _ => history,
-    };
-    Window {
-        start_ms: end - span,
-        end_ms: end,
-        step_ms: step,
-    }
-}
-
-/// What a run produced, before it is applied to the detector.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    /// Samples to write.
-    pub writer: Writer,
-    /// Alerts seen.
-    pub observed: Vec<Observed>,
-    /// Series key -> first scored point this run looked at (ms).
-    pub scored_from: BTreeMap<String, i64>,
-    /// Series key -> last point written (ms).
-    pub written: BTreeMap<String, i64>,
-    /// Series key -> range of the values seen (this run's window and what it was given).
-    pub ranges: BTreeMap<String, ValueRange>,
-    /// Series scored.
-    pub series: usize,
-    /// Last scored point (ms).
-    pub last_scored_ms: Option<i64>,
-    /// Skipped series and why.
-    pub skipped: Vec<String>,
-    /// Fallbacks used.
-    pub fallbacks: Vec<String>,
-    /// What the training budget cut short, when it did.
-    pub budget: Option<String>,
-}
-
-/// What a run takes over from the runs before it, per series key.
-#[derive(Debug)]
-pub struct Carried {
-    /// Last point written (ms): points are written once.
-    pub written: BTreeMap<String, i64>,
-    /// Values the series took before this run's window, since the last full run (empty for a
-    /// full run): the likelihood's spatial novelty is judged against them, so a window shorter
-    /// than the series' seasonality does not take each daily peak for a record.
-    pub seen: BTreeMap<String, ValueRange>,
-}
 
 /// Run `det` now. `train` retrains N-BEATS models (baselines need no training); training
 /// stops at `limits`' budget.
@@ -542,21 +396,6 @@ fn single(
 
 /// The volume series matching `s` (same labels, or the only one) aligned to `s`'s points, or
 /// `s` itself when only `min_volume` is set.
-/// `len` values of `values` read `shift` points later (NaN outside it): a series on another
-/// series' grid.
-pub(super) fn shifted(values: &[f64], shift: i64, len: usize) -> Vec<f64> {
-    (0..len as i64)
-        .map(|i| {
-            let k = i + shift;
-            if k >= 0 && (k as usize) < values.len() {
-                values[k as usize]
-            } else {
-                f64::NAN
-            }
-        })
-        .collect()
-}
-
 fn volume_for(
     volume: Option<&[GridSeries]>,
     s: &GridSeries,
@@ -575,135 +414,4 @@ fn volume_for(
         None if own => Some(s.values.clone()),
         None => None,
     }
-}
-
-/// Turn one report into points to write and observed alerts.
-#[allow(clippy::too_many_arguments)]
-pub fn collect(
-    out: &mut Outcome,
-    spec: &DetectorSpec,
-    s: &GridSeries,
-    report: &AnomalyReport,
-    key: &str,
-    written_until: Option<i64>,
-    step_ms: i64,
-    label: &str,
-) {
-    let sc = &report.scored;
-    let n = s.values.len();
-    let t_of = |i: usize| s.start_ms + i as i64 * step_ms;
-    let mut anomalous = vec![false; n];
-    for a in &report.alerts {
-        for flag in anomalous
-            .iter_mut()
-            .take(a.end.min(n - 1) + 1)
-            .skip(a.start)
-        {
-            *flag = true;
-        }
-    }
-    let mut points = Vec::new();
-    for (j, exp) in sc.expected.iter().enumerate() {
-        let i = sc.start + j;
-        let t = t_of(i);
-        if written_until.is_some_and(|wu| t <= wu) {
-            continue;
-        }
-        points.push(Point {
-            t,
-            predicted: *exp,
-            lower: sc.lower[j],
-            upper: sc.upper[j],
-            anomalous: anomalous[i],
-            likelihood: report.likelihood.get(i).copied().unwrap_or(0.0),
-        });
-    }
-    if let Some(p) = points.last() {
-        out.written.insert(key.to_owned(), p.t);
-    }
-    if let Some(r) = report.range {
-        out.ranges.insert(key.to_owned(), r);
-    }
-    out.writer.add(&spec.name, &s.labels, &points);
-    if sc.start < n {
-        out.scored_from.insert(key.to_owned(), t_of(sc.start));
-        out.last_scored_ms = out.last_scored_ms.max(Some(t_of(n - 1)));
-    }
-    out.series += 1;
-    for a in &report.alerts {
-        let stats = alert_stats(&s.values, report, a.start, a.end);
-        let dir = match spec.direction {
-            Direction::Above => "above",
-            Direction::Below => "below",
-            Direction::Both if stats.actual >= stats.expected => "above",
-            Direction::Both => "below",
-        };
-        let dur = t_of(a.end) - t_of(a.start) + step_ms;
-        let explanation = format!(
-            "{label} {} for {} (mean {:.4} vs expected {:.4}; band {:.4}..{:.4})",
-            deviation_words(stats.actual, stats.expected),
-            duration_words(dur),
-            stats.actual,
-            stats.expected,
-            stats.lower,
-            stats.upper,
-        );
-        out.observed.push(Observed {
-            key: key.to_owned(),
-            labels: s.labels.clone(),
-            start_ms: t_of(a.start),
-            last_ms: t_of(a.end),
-            closed: a.closed,
-            severity: severity(a.peak_score, stats.excess),
-            direction: dir.into(),
-            peak_score: a.peak_score,
-            explanation,
-            moved: Vec::new(),
-            kind: None,
-        });
-    }
-}
-
-/// Means over the breaching points of an alert.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AlertStats {
-    /// Mean value.
-    pub actual: f64,
-    /// Mean expectation.
-    pub expected: f64,
-    /// Mean lower edge.
-    pub lower: f64,
-    /// Mean upper edge.
-    pub upper: f64,
-    /// Mean |residual| / half band width.
-    pub excess: f64,
-}
-
-/// [`AlertStats`] of input indices `start..=end` (breaching points, or all when none).
-pub fn alert_stats(values: &[f64], report: &AnomalyReport, start: usize, end: usize) -> AlertStats {
-    let sc = &report.scored;
-    let idx: Vec<usize> = (start.max(sc.start)..=end)
-        .filter(|i| i - sc.start < sc.expected.len() && values[*i].is_finite())
-        .collect();
-    let breaching: Vec<usize> = idx
-        .iter()
-        .copied()
-        .filter(|i| sc.breach[i - sc.start])
-        .collect();
-    let use_idx = if breaching.is_empty() { idx } else { breaching };
-    if use_idx.is_empty() {
-        return AlertStats::default();
-    }
-    let k = use_idx.len() as f64;
-    let mut st = AlertStats::default();
-    for &i in &use_idx {
-        let j = i - sc.start;
-        st.actual += values[i] / k;
-        st.expected += sc.expected[j] / k;
-        st.lower += sc.lower[j] / k;
-        st.upper += sc.upper[j] / k;
-        let half = ((sc.upper[j] - sc.lower[j]) / 2.0).max(1e-12);
-        st.excess += ((values[i] - sc.expected[j]).abs() / half) / k;
-    }
-    st
 }

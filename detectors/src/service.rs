@@ -17,8 +17,9 @@ use sightline_storage::Store;
 
 use super::events::{Observed, deviation_words, duration_words, series_key, severity};
 use super::failure::RunFailure;
+use super::grid::{GridSeries, Window, fetch, shifted};
+use super::outcome::{Carried, Outcome, alert_stats, collect};
 use super::registry::Detector;
-use super::run::{Carried, GridSeries, Outcome, Window, alert_stats, collect, fetch, shifted};
 use super::spec::{DetectorSpec, ModelKind, RoleSpec, signal_role};
 
 struct Role<'a> {

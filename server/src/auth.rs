@@ -10,37 +10,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use sightline_storage::{StorageError, TenantId};
+use sightline_storage::TenantId;
 
-use crate::error::{ConfigError, IngestError};
-
-/// What is wrong with a tokens file (lines count from 1).
-#[derive(Debug, thiserror::Error)]
-pub enum TokensError {
-    /// A line that is not two words.
-    #[error("line {line}: expected `TOKEN TENANT`")]
-    Malformed {
-        /// The line.
-        line: usize,
-    },
-    /// A tenant name the store refuses.
-    #[error("line {line}: {source}")]
-    Tenant {
-        /// The line.
-        line: usize,
-        /// Why the name is refused.
-        source: StorageError,
-    },
-    /// A token given twice.
-    #[error("line {line}: token listed twice")]
-    Duplicate {
-        /// The line.
-        line: usize,
-    },
-    /// No token at all.
-    #[error("no tokens defined (auth would refuse everything)")]
-    Empty,
-}
+use crate::error::{ConfigError, IngestError, TokensError};
 
 /// How requests are mapped to tenants.
 #[derive(Clone, Debug, Default)]

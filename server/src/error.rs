@@ -1,8 +1,37 @@
-//! The server library's error types: [`ConfigError`] for start-up, [`IngestError`] for a
-//! rejected export request (each maps to one HTTP status and one gRPC code).
+//! The server library's error types: [`ConfigError`] (and [`TokensError`]) for start-up,
+//! [`IngestError`] for a rejected export request (each maps to one HTTP status and one gRPC
+//! code).
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// What is wrong with a tokens file (lines count from 1).
+#[derive(Debug, thiserror::Error)]
+pub enum TokensError {
+    /// A line that is not two words.
+    #[error("line {line}: expected `TOKEN TENANT`")]
+    Malformed {
+        /// The line.
+        line: usize,
+    },
+    /// A tenant name the store refuses.
+    #[error("line {line}: {source}")]
+    Tenant {
+        /// The line.
+        line: usize,
+        /// Why the name is refused.
+        source: sightline_storage::StorageError,
+    },
+    /// A token given twice.
+    #[error("line {line}: token listed twice")]
+    Duplicate {
+        /// The line.
+        line: usize,
+    },
+    /// No token at all.
+    #[error("no tokens defined (auth would refuse everything)")]
+    Empty,
+}
 
 /// Why the configuration could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +60,7 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
         /// What is wrong, with its line.
-        source: crate::auth::TokensError,
+        source: TokensError,
     },
     /// A value is out of range or inconsistent.
     #[error("invalid configuration: {0}")]

@@ -19,9 +19,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use sightline_storage::{SeriesId, Store, TenantId};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -29,7 +26,9 @@ use crate::auth::Auth;
 use crate::error::IngestError;
 use crate::limits::Limits;
 use crate::otlp::metrics::MetricRows;
-use crate::otlp::{self, Encoding, ItemError, MapContext, Mapped, RejectReason, SignalKind};
+use crate::otlp::{
+    self, Encoding, ExportRequest, ItemError, MapContext, Mapped, RejectReason, SignalKind,
+};
 use crate::telemetry::{Telemetry, Transport};
 use budget::DecodedBudget;
 
@@ -43,28 +42,6 @@ pub struct Body {
     pub gzip: bool,
     /// Protobuf or JSON.
     pub encoding: Encoding,
-}
-
-/// A decoded export request of any signal.
-#[derive(Debug)]
-pub enum ExportRequest {
-    /// Spans.
-    Traces(ExportTraceServiceRequest),
-    /// Metrics.
-    Metrics(ExportMetricsServiceRequest),
-    /// Logs.
-    Logs(ExportLogsServiceRequest),
-}
-
-impl ExportRequest {
-    /// The request's signal.
-    pub fn signal(&self) -> SignalKind {
-        match self {
-            Self::Traces(_) => SignalKind::Traces,
-            Self::Metrics(_) => SignalKind::Metrics,
-            Self::Logs(_) => SignalKind::Logs,
-        }
-    }
 }
 
 /// What happened to an accepted request.

@@ -302,14 +302,35 @@ fn proto_error(what: &str, e: prost::DecodeError) -> IngestError {
     IngestError::Malformed(format!("invalid protobuf {what}: {e}"))
 }
 
+/// A decoded export request of any signal.
+#[derive(Debug)]
+pub enum ExportRequest {
+    /// Spans.
+    Traces(ExportTraceServiceRequest),
+    /// Metrics.
+    Metrics(ExportMetricsServiceRequest),
+    /// Logs.
+    Logs(ExportLogsServiceRequest),
+}
+
+impl ExportRequest {
+    /// The request's signal.
+    pub fn signal(&self) -> SignalKind {
+        match self {
+            Self::Traces(_) => SignalKind::Traces,
+            Self::Metrics(_) => SignalKind::Metrics,
+            Self::Logs(_) => SignalKind::Logs,
+        }
+    }
+}
+
 /// Decodes a body of `signal` (call [`scan_body`] first: decoding allocates what the body
 /// describes).
 pub fn decode(
     signal: SignalKind,
     body: &[u8],
     enc: Encoding,
-) -> Result<crate::ingest::ExportRequest, IngestError> {
-    use crate::ingest::ExportRequest;
+) -> Result<ExportRequest, IngestError> {
     Ok(match signal {
         SignalKind::Traces => ExportRequest::Traces(decode_traces(body, enc)?),
         SignalKind::Metrics => ExportRequest::Metrics(decode_metrics(body, enc)?),

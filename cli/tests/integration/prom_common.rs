@@ -9,9 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use prost::Message as _;
 use serde_json::Value;
-use sightline_server::http::prometheus::remote_write::proto::{
-    Label, MetricMetadata, Sample, TimeSeries, WriteRequest,
-};
+use sightline_server::prompb::{Label, MetricMetadata, Sample, TimeSeries, WriteRequest};
 
 use super::common::{HttpResponse, http};
 

@@ -50,7 +50,7 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Sta
 use prost::encoding::{WireType, decode_key, decode_varint};
 
 use crate::error::IngestError;
-use crate::http::prometheus::remote_write::proto as prom;
+use crate::prompb as prom;
 
 pub mod json;
 #[cfg(test)]

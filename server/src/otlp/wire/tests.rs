@@ -15,8 +15,8 @@ use prost::Message;
 mod strategies;
 
 use super::*;
-use crate::http::prometheus::remote_write::proto as prom;
 use crate::otlp::{self, Encoding, SignalKind};
+use crate::prompb as prom;
 use strategies::*;
 
 // ---- checks ----
@@ -125,9 +125,9 @@ proptest! {
                 _ => SignalKind::Metrics,
             };
             let real = match otlp::decode(signal, &body, Encoding::Json) {
-                Ok(crate::ingest::ExportRequest::Traces(r)) => size_of_val(&r) + r.heap(),
-                Ok(crate::ingest::ExportRequest::Logs(r)) => size_of_val(&r) + r.heap(),
-                Ok(crate::ingest::ExportRequest::Metrics(r)) => size_of_val(&r) + r.heap(),
+                Ok(crate::otlp::ExportRequest::Traces(r)) => size_of_val(&r) + r.heap(),
+                Ok(crate::otlp::ExportRequest::Logs(r)) => size_of_val(&r) + r.heap(),
+                Ok(crate::otlp::ExportRequest::Metrics(r)) => size_of_val(&r) + r.heap(),
                 Err(e) => return Err(TestCaseError::fail(e.to_string())),
             };
             prop_assert!(real as u64 <= s.decoded_bytes, "real {} > estimate {}", real, s.decoded_bytes);
@@ -360,9 +360,9 @@ fn loadgen_requests_fit_the_default_limits() {
             .unwrap_or_else(|e| panic!("{signal:?} of {} bytes: {e}", body.len()));
         assert!(s.items >= 90_000);
         let json = match otlp::decode(signal, &body, Encoding::Protobuf).unwrap() {
-            crate::ingest::ExportRequest::Traces(r) => serde_json::to_vec(&r),
-            crate::ingest::ExportRequest::Logs(r) => serde_json::to_vec(&r),
-            crate::ingest::ExportRequest::Metrics(r) => serde_json::to_vec(&r),
+            crate::otlp::ExportRequest::Traces(r) => serde_json::to_vec(&r),
+            crate::otlp::ExportRequest::Logs(r) => serde_json::to_vec(&r),
+            crate::otlp::ExportRequest::Metrics(r) => serde_json::to_vec(&r),
         }
         .unwrap();
         let j = json::scan(root, &json, OPEN).unwrap();

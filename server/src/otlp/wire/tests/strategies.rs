@@ -20,7 +20,7 @@ use proptest::prelude::*;
 
 use std::mem::size_of;
 
-use crate::http::prometheus::remote_write::proto as prom;
+use crate::prompb as prom;
 
 /// Heap bytes a decoded value owns: its `Vec` and `String` capacities, recursively (what the
 /// decoder allocated and the value keeps).
