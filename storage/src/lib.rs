@@ -27,14 +27,14 @@
 //! | `memtable` | unflushed batches per tenant+signal, the global `MemoryBudget`, in-memory text index for unflushed logs |
 //! | `segment` (+`segment/writer`, `segment/scan`) | immutable Parquet segments: sort, encode, postings (built column-wise, grouped by value), text index, checksums; open+verify; pruned scans |
 //! | `postings` | per-segment `key=value -> roaring bitmap` inverted index |
-//! | `rollup` | per-segment span rollups: spans pre-aggregated per minute by service, span name, kind, status, GenAI operation, provider and request model (counts, time extent, count/sum/min/max of every numeric GenAI/quality column), and the rule deciding when a segment may answer from them |
+//! | `rollup` | per-segment span rollups: spans pre-aggregated per minute by service, span name, kind, status, GenAI operation, provider and request model (counts, time extent, count/sum/min/max of every numeric GenAI/quality column), and the rule deciding when a segment may answer from them; `rollup/view`: `RollupView`, the one reader of the rollup rows a scan returns (weights, status, durations) |
 //! | `text_index` (+`text_index/bounds`) | tantivy index over log bodies (per segment, and in RAM for memtables); query length, nesting and clause bounds checked before tantivy parses |
 //! | `manifest` | the list of live segments + WAL checkpoint, replaced atomically |
 //! | `series` | per-tenant series catalog with a label index for matchers |
 //! | `predicate` | `ScanRequest`, `Predicate`, `Matcher` and their exact evaluation on batches |
 //! | `store` (+`store/{recovery,flush,maintenance,scan,background}`) | the `Store`: open/recover, append, flush, compaction, retention, quarantine, scans (segments pruned first, then the row groups left cut into parts of similar size read on `scan_threads` threads, so one large segment uses every thread; results in segment order), background thread |
 //! | `deadline` | `Deadline`: a cooperative deadline plus cancel flag; `ScanRequest::deadline` is checked per segment, row group, batch and series matched |
-//! | `config`, `clock`, `fsutil`, `error` | configuration, injectable clock, durable and owner-only (0600/0700) file helpers, `StorageError` |
+//! | `config`, `clock`, `fsutil`, `error` | configuration, injectable clock (`Store::now` is every server component's "now"), durable and owner-only (0600/0700) file helpers, `StorageError` |
 
 pub mod clock;
 pub mod columnar;
