@@ -30,11 +30,13 @@ fi
 export SIGHTLINE_OPENLIT_PYTHON="$OPENLIT_VENV/bin/python"
 export SIGHTLINE_REQUIRE_PYTHON=1
 
-echo "==> Debian packages: Prometheus 2.42 and promtool (reference engine for the PromQL golden suite, remote-write peer), curl and jq (the README's examples)"
+echo "==> Debian packages: Prometheus 2.42 and promtool (reference engine for the PromQL golden suite, remote-write peer), curl and jq (the README's examples), chromium and its driver (the web UI's browser tests)"
 APT_PKGS=()
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then APT_PKGS+=(prometheus); fi
 command -v curl >/dev/null || APT_PKGS+=(curl)
 command -v jq >/dev/null || APT_PKGS+=(jq)
+command -v chromium >/dev/null || APT_PKGS+=(chromium)
+command -v chromedriver >/dev/null || APT_PKGS+=(chromium-driver)
 if (( ${#APT_PKGS[@]} )); then
   SUDO=""
   [[ "$(id -u)" != 0 ]] && SUDO="sudo"
@@ -44,6 +46,7 @@ fi
 # The tests start their own Prometheus instances on free loopback ports.
 export SIGHTLINE_REQUIRE_PROMETHEUS=1
 export SIGHTLINE_REQUIRE_SHELL_TOOLS=1
+export SIGHTLINE_REQUIRE_BROWSER=1
 
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check

@@ -283,7 +283,8 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     println!("{}", report::render(&truth, &findings));
     let base = client.base().to_owned();
     println!(
-        "Open:\n  {base}/api/v1/quality?metric=hallucination_index&by=model&start={}&end={}&step=60s\n  \
+        "Open:\n  {base}/ (the web UI: traces, waterfalls, tokens by entropy)\n  \
+         {base}/api/v1/quality?metric=hallucination_index&by=model&start={}&end={}&step=60s\n  \
          {base}/api/v1/anomalies?start={}&end={}\n  {base}/api/v1/detectors\n  \
          Grafana: add a Prometheus datasource at {base} and Tempo/Loki datasources at {base}\n\
          Data: {}\nServing until Ctrl-C.",

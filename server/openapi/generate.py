@@ -28,6 +28,11 @@ for sig in ["traces", "metrics", "logs"]:
 add("/health", "get", {"tags": ["ops"], "summary": "Liveness", "responses": {"200": ok("Alive")}})
 add("/ready", "get", {"tags": ["ops"], "summary": "Readiness (503 while shutting down)", "responses": {"200": ok("Ready"), "503": ok("Shutting down")}})
 add("/metrics", "get", {"tags": ["ops"], "summary": "The server's own metrics, Prometheus text format", "responses": {"200": ok("Metrics", {"type": "string"}, "text/plain")}})
+add("/api/v1/tenants", "get", {"tags": ["ops"], "summary": "Whether auth is on, and the tenants the caller may pick: its token's with auth on, every tenant with data (and default) with auth off",
+    "responses": {"200": ok("Auth and tenants", {"type": "object", "required": ["auth", "tenants"], "properties": {"auth": {"type": "boolean"}, "tenants": {"type": "array", "items": {"type": "string"}}}}), "401": ERR["401"]}})
+add("/", "get", {"tags": ["ui"], "summary": "The built-in web UI (index.html; its files under /ui/)", "responses": {"200": ok("The page", {"type": "string"}, "text/html")}})
+add("/ui/{path}", "get", {"tags": ["ui"], "summary": "A file of the built-in web UI", "parameters": [{"name": "path", "in": "path", "required": True, "schema": {"type": "string"}}],
+    "responses": {"200": ok("The file", {"type": "string"}), "404": ok("No such file")}})
 add("/api/v1/openapi.json", "get", {"tags": ["ops"], "summary": "This document", "responses": {"200": ok("OpenAPI 3.1 document", {"type": "object"})}})
 # detect
 add("/api/v1/detect/entropy", "post", {"tags": ["detect"], "summary": "Token entropy of one response from its logprobs (OpenAI shape)",

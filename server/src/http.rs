@@ -9,7 +9,7 @@
 //! browsers), [`listener`] (connection cap and header/idle timeouts).
 //!
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
-//! * [`ops`]: `GET /metrics`, `/health`, `/ready`;
+//! * [`ops`]: `GET /metrics`, `/health`, `/ready`, `/api/v1/tenants`;
 //! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
 //! * [`detectors`]: `/api/v1/detectors[/{name}[/run]]`, `/api/v1/anomalies`, `/api/v1/annotations`;
 //! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`;
@@ -17,7 +17,8 @@
 //! * [`prometheus`]: the Prometheus HTTP API and remote write (`/api/v1/query`, `/api/v1/write`, ...);
 //! * [`logs`]: `/api/v1/logs/{search,histogram}`; [`loki`]: the Loki API subset;
 //! * [`traces`]: `/api/v1/traces/{id}`, `/api/v1/traces/{search,red}`; [`tempo`]: the Tempo API subset;
-//! * [`quality`]: `/api/v1/quality`, `/api/v1/quality/{tokens,values}` (LLM quality over time).
+//! * [`quality`]: `/api/v1/quality`, `/api/v1/quality/{tokens,values}` (LLM quality over time);
+//! * [`ui`]: the built-in web UI at `/` (files embedded from `ui/`).
 
 pub mod aggregate;
 pub mod detect;
@@ -37,6 +38,7 @@ pub mod runner;
 pub mod state;
 pub mod tempo;
 pub mod traces;
+pub mod ui;
 
 use std::time::Duration;
 
@@ -81,6 +83,7 @@ pub fn router(state: AppState) -> Router {
         .merge(traces::routes())
         .merge(tempo::routes())
         .merge(quality::routes())
+        .merge(ui::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::browser_guard,

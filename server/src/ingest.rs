@@ -153,6 +153,11 @@ impl Ingest {
         self.shutting_down.load(Ordering::Acquire)
     }
 
+    /// Whether requests need a bearer token (a tokens file is configured).
+    pub fn auth_enabled(&self) -> bool {
+        self.auth.enabled()
+    }
+
     /// The tenant of a request (see [`crate::auth`]).
     pub fn tenant(
         &self,

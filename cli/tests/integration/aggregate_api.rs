@@ -302,10 +302,11 @@ fn cli_aggregate_over_url_and_data_dir() {
     assert!(ok, "{err}");
     // Spans 4..29 (duration >= 5 ms): claude i % 3 == 1 (4..28: 9, max 29 ms), llama
     // i % 3 == 2 (5..29: 9, max 30 ms), gpt-4o i % 3 == 0 (6..27: 8, max 28 ms); ties by key.
+    // Durations read in human units.
     let expect = "gen_ai.request.model  count  max(duration)\n\
-                  claude                9      29000000\n\
-                  llama                 9      30000000\n\
-                  gpt-4o                8      28000000\n\
+                  claude                9      29.0 ms\n\
+                  llama                 9      30.0 ms\n\
+                  gpt-4o                8      28.0 ms\n\
                   (3 rows)\n";
     assert_eq!(over_http, expect);
     // Another tenant sees nothing; JSON output parses.

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
+mod browser;
 mod common;
 mod prom_common;
 
@@ -30,3 +31,4 @@ mod quality_api;
 mod readme;
 mod remote_write;
 mod tempo_api;
+mod web_ui;

@@ -11,6 +11,7 @@ fn fill(path: &str) -> String {
         .replace("{tag}", "service.name")
         .replace("{trace_id}", "0123456789abcdef0123456789abcdef")
         .replace("{id}", "0123456789abcdef0123456789abcdef")
+        .replace("{path}", "app.js")
 }
 
 #[test]

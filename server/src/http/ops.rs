@@ -1,6 +1,8 @@
 //! Operational endpoints: `/metrics` (the server's own metrics, Prometheus text format),
-//! `/health` (liveness: the process answers) and `/ready` (readiness: the store is open and
-//! the server is not shutting down).
+//! `/health` (liveness: the process answers), `/ready` (readiness: the store is open and
+//! the server is not shutting down), and `GET /api/v1/tenants`: whether auth is on and the
+//! tenants a caller may pick (with auth on, only its token's; with auth off, every tenant
+//! with data, and `default`), which the web UI and other clients read before anything else.
 
 use axum::Router;
 use axum::extract::State;
@@ -8,7 +10,9 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use super::AppState;
+use sightline_storage::TenantId;
+
+use super::{ApiError, AppState, request_tenant};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -16,6 +20,30 @@ pub fn routes() -> Router<AppState> {
         .route("/metrics", get(metrics))
         .route("/health", get(health))
         .route("/ready", get(ready))
+        .route("/api/v1/tenants", get(tenants))
+}
+
+async fn tenants(
+    State(st): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    let auth = st.auth_enabled();
+    let names: Vec<String> = if auth {
+        // A missing or unknown token is refused here like everywhere else (401).
+        vec![request_tenant(&st, &headers)?.as_str().to_owned()]
+    } else {
+        let mut all: Vec<String> = st
+            .store()
+            .tenants()
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect();
+        if !all.iter().any(|t| t == TenantId::DEFAULT) {
+            all.insert(0, TenantId::DEFAULT.to_owned());
+        }
+        all
+    };
+    Ok(axum::Json(serde_json::json!({"auth": auth, "tenants": names})).into_response())
 }
 
 async fn metrics(State(st): State<AppState>) -> impl IntoResponse {

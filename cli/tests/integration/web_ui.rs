@@ -1,0 +1,334 @@
+//! The built-in web UI in a real browser: headless Chromium ([`super::browser`]) on the pages
+//! `sightline demo` and `sightline serve` answer at `/`. What the page shows is compared with
+//! what the JSON APIs answer for the same trace: one waterfall row per span with its nesting,
+//! the critical path marked, tokens coloured by their stored entropy; and with auth on, the
+//! token prompt, a wrong token refused, and another tenant's data never shown.
+//!
+//! Screenshots of each view go to `$SIGHTLINE_SCREENSHOTS` (default
+//! `target/tmp/ui-screenshots`). Skipped when Chromium or its driver is missing, unless
+//! `SIGHTLINE_REQUIRE_BROWSER=1` (the test command sets it and installs both).
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::browser::{Browser, installed};
+use super::common::{ServerProcess, http};
+use super::demo::Demo;
+
+fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
+    let found = installed();
+    if found.is_none() {
+        assert!(
+            std::env::var("SIGHTLINE_REQUIRE_BROWSER").as_deref() != Ok("1"),
+            "SIGHTLINE_REQUIRE_BROWSER=1 but chromium or chromedriver is missing"
+        );
+        eprintln!("\n*** SKIPPED: the web UI tests need chromium and chromium-driver ***\n");
+    }
+    found
+}
+
+fn shots() -> PathBuf {
+    std::env::var_os("SIGHTLINE_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots"))
+}
+
+fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Value {
+    let r = http(addr, "GET", path, headers, b"").unwrap();
+    assert_eq!(
+        r.status,
+        200,
+        "GET {path}: {}",
+        String::from_utf8_lossy(&r.body)
+    );
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+/// Nesting depth of every span (roots, and spans whose parent is absent, at 0).
+fn depths(spans: &[Value]) -> HashMap<String, u64> {
+    let parent: HashMap<String, String> = spans
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s["span_id"].as_str()?.to_owned(),
+                s["parent_span_id"].as_str().unwrap_or("").to_owned(),
+            ))
+        })
+        .collect();
+    parent
+        .keys()
+        .map(|id| {
+            let (mut d, mut cur) = (0, id.clone());
+            while let Some(p) = parent.get(&cur).filter(|p| parent.contains_key(*p)) {
+                d += 1;
+                cur = p.clone();
+                assert!(d <= spans.len() as u64, "parent cycle");
+            }
+            (id.clone(), d)
+        })
+        .collect()
+}
+
+/// How far a CSS colour is from white, weighted by its alpha (0: white or transparent).
+fn intensity(css: &str) -> f64 {
+    let nums: Vec<f64> = css
+        .trim_start_matches("rgba(")
+        .trim_start_matches("rgb(")
+        .trim_end_matches(')')
+        .split(',')
+        .filter_map(|x| x.trim().parse().ok())
+        .collect();
+    match nums.as_slice() {
+        [r, g, b] => (765.0 - r - g - b) / 765.0,
+        [r, g, b, a] => a * (765.0 - r - g - b) / 765.0,
+        _ => panic!("unexpected colour {css:?}"),
+    }
+}
+
+#[test]
+fn trace_view_shows_the_stored_trace_with_its_tokens() {
+    let Some((chromium, driver)) = browser_or_skip() else {
+        return;
+    };
+    let mut demo = Demo::start(&["--days", "0.25", "--seed", "11"]);
+    demo.wait_for_analysis();
+    let base = format!("http://{}/", demo.http_addr);
+    let b = Browser::start(&chromium, &driver, &shots());
+
+    // The trace list.
+    b.open(&format!("{base}#/traces?since=6h&model=gpt-4o"));
+    let ids = b.wait_for(
+        "trace rows",
+        "return [...document.querySelectorAll('[data-testid=trace-row]')].map(r => r.dataset.traceId)",
+    );
+    b.screenshot("traces");
+    let trace_id = ids[0].as_str().unwrap().to_owned();
+    assert_eq!(trace_id.len(), 32, "{ids}");
+
+    // The waterfall against the API's answer for the same trace.
+    let api = get(demo.http_addr, &format!("/api/v1/traces/{trace_id}"), &[]);
+    let spans = api["data"]["spans"].as_array().unwrap().clone();
+    let critical: HashSet<String> = api["data"]["critical_path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["span_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!critical.is_empty());
+    b.click(&format!("[data-trace-id='{trace_id}']"));
+    let rows = b.wait_for(
+        "waterfall rows",
+        &format!(
+            "const r = [...document.querySelectorAll('[data-testid=span-row]')];
+             if (r.length < {}) return null;
+             return r.map(e => [e.dataset.spanId, Number(e.dataset.depth), e.dataset.critical === 'true'])",
+            spans.len()
+        ),
+    );
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), spans.len(), "one row per span");
+    let want_depth = depths(&spans);
+    for r in rows {
+        let id = r[0].as_str().unwrap();
+        assert_eq!(r[1].as_u64(), want_depth.get(id).copied(), "depth of {id}");
+        assert_eq!(
+            r[2].as_bool(),
+            Some(critical.contains(id)),
+            "critical-path mark of {id}"
+        );
+    }
+    // Children follow their parent: each row's parent is an earlier row.
+    let position: HashMap<&str, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r[0].as_str().unwrap(), i))
+        .collect();
+    for s in &spans {
+        let (id, parent) = (
+            s["span_id"].as_str().unwrap(),
+            s["parent_span_id"].as_str().unwrap_or(""),
+        );
+        if let Some(p) = position.get(parent) {
+            assert!(p < &position[id], "{id} drawn before its parent {parent}");
+        }
+    }
+    b.screenshot("trace");
+
+    // The LLM call's tokens, coloured by the entropy the API reports.
+    let chat = spans
+        .iter()
+        .find(|s| s["gen_ai"]["operation_name"] == "chat" && s["quality"]["entropy_mean"].is_f64())
+        .expect("a chat span with logprobs in the trace");
+    let span_id = chat["span_id"].as_str().unwrap();
+    let tokens = get(
+        demo.http_addr,
+        &format!("/api/v1/quality/tokens?trace_id={trace_id}&span_id={span_id}"),
+        &[],
+    );
+    let want: Vec<f64> = tokens["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["entropy"].as_f64().unwrap())
+        .collect();
+    assert!(want.len() > 3);
+    b.click(&format!("[data-testid=span-row][data-span-id='{span_id}']"));
+    let shown = b.wait_for(
+        "tokens",
+        "const t = [...document.querySelectorAll('[data-testid=token]')];
+         return t.length ? t.map(e => [Number(e.dataset.entropy), getComputedStyle(e).backgroundColor]) : null",
+    );
+    let shown = shown.as_array().unwrap();
+    assert_eq!(
+        shown.len(),
+        want.len(),
+        "one coloured token per stored token"
+    );
+    for (s, w) in shown.iter().zip(&want) {
+        assert!((s[0].as_f64().unwrap() - w).abs() < 1e-9, "{s} vs {w}");
+    }
+    let mut by_entropy: Vec<(f64, f64)> = shown
+        .iter()
+        .map(|s| (s[0].as_f64().unwrap(), intensity(s[1].as_str().unwrap())))
+        .collect();
+    by_entropy.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for w in by_entropy.windows(2) {
+        assert!(
+            w[1].1 + 1e-6 >= w[0].1,
+            "a token of entropy {} is paler than one of {}",
+            w[1].0,
+            w[0].0
+        );
+    }
+    let (low, high) = (by_entropy[0], by_entropy[by_entropy.len() - 1]);
+    assert!(
+        high.1 > low.1,
+        "colours do not vary with entropy: {by_entropy:?}"
+    );
+    b.eval(
+        "document.querySelector('[data-testid=tokens]').scrollIntoView({block: 'center'}); return true",
+    );
+    b.screenshot("tokens");
+    drop(b);
+    demo.stop();
+}
+
+fn spans_of(service: &str, trace_hex: &str) -> Value {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        - 60_000_000_000;
+    json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+        "scopeSpans": [{"scope": {"name": "test"}, "spans": [
+            {"traceId": trace_hex, "spanId": "0102030405060708", "name": format!("{service} root"),
+             "startTimeUnixNano": now.to_string(), "endTimeUnixNano": (now + 2_000_000_000).to_string()},
+            {"traceId": trace_hex, "spanId": "1102030405060708", "parentSpanId": "0102030405060708",
+             "name": format!("{service} child"),
+             "startTimeUnixNano": (now + 1_000_000).to_string(), "endTimeUnixNano": (now + 500_000_000).to_string()}
+        ]}]
+    }]})
+}
+
+#[test]
+fn auth_prompt_refuses_a_wrong_token_and_shows_only_the_tokens_tenant() {
+    let Some((chromium, driver)) = browser_or_skip() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tmp.path().join("tokens");
+    std::fs::write(&tokens, "tok-a tenant-a\ntok-b tenant-b\n").unwrap();
+    let server = ServerProcess::start(
+        &tmp.path().join("data"),
+        &["--auth-tokens-file", tokens.to_str().unwrap()],
+        tmp.path().join("server.log"),
+    );
+    let (trace_a, trace_b) = (
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+    );
+    for (token, service, trace) in [("tok-a", "svc-a", trace_a), ("tok-b", "svc-b", trace_b)] {
+        let auth = format!("Bearer {token}");
+        let r = http(
+            server.http,
+            "POST",
+            "/v1/traces",
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &auth),
+            ],
+            spans_of(service, trace).to_string().as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    }
+    // The API itself: the tenants a token may see.
+    let t = get(
+        server.http,
+        "/api/v1/tenants",
+        &[("authorization", "Bearer tok-a")],
+    );
+    assert_eq!(t, json!({"auth": true, "tenants": ["tenant-a"]}));
+    assert_eq!(
+        http(server.http, "GET", "/api/v1/tenants", &[], b"")
+            .unwrap()
+            .status,
+        401
+    );
+
+    let b = Browser::start(&chromium, &driver, &shots());
+    b.open(&format!("http://{}/#/traces?since=1h", server.http));
+    b.wait_for(
+        "the token prompt",
+        "return !!document.querySelector('[data-testid=auth-prompt]')",
+    );
+    b.screenshot("auth-prompt");
+    b.type_into("[data-testid=auth-token]", "not-a-token");
+    b.click("[data-testid=auth-submit]");
+    let err = b.wait_for(
+        "the refusal",
+        "const e = document.querySelector('[data-testid=auth-error]'); return e && e.innerText",
+    );
+    assert!(
+        err.as_str().unwrap().contains("unknown bearer token"),
+        "{err}"
+    );
+    b.type_into("[data-testid=auth-token]", "tok-a");
+    b.click("[data-testid=auth-submit]");
+    let t0 = Instant::now();
+    let ids = loop {
+        let ids = b.eval(
+            "return [...document.querySelectorAll('[data-testid=trace-row]')].map(r => r.dataset.traceId)",
+        );
+        if ids.as_array().is_some_and(|a| !a.is_empty()) {
+            break ids;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no trace rows after the token"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(ids, json!([trace_a]), "tenant-a's trace only");
+    let text = b.eval("return document.body.innerText");
+    assert!(
+        !text.as_str().unwrap().contains("svc-b"),
+        "another tenant's data shown"
+    );
+    // Opening tenant-b's trace by URL with tenant-a's token finds nothing.
+    b.open(&format!("http://{}/#/trace/{trace_b}", server.http));
+    b.wait_for(
+        "the not-found message",
+        "const t = document.body.innerText; return /not found|no trace/i.test(t) ? t : null",
+    );
+    assert_eq!(
+        b.eval("return document.querySelectorAll('[data-testid=span-row]').length"),
+        json!(0)
+    );
+    b.screenshot("auth-tenant-a");
+}
