@@ -226,7 +226,8 @@ fn spans_of(service: &str, trace_hex: &str) -> Value {
     json!({"resourceSpans": [{
         "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
         "scopeSpans": [{"scope": {"name": "test"}, "spans": [
-            {"traceId": trace_hex, "spanId": "0102030405060708", "name": format!("{service} root"),
+            {"traceId": trace_hex, "spanId": "0102030405060708",
+             "name": format!("{service} root <img id=injected src=x>"),
              "startTimeUnixNano": now.to_string(), "endTimeUnixNano": (now + 2_000_000_000).to_string()},
             {"traceId": trace_hex, "spanId": "1102030405060708", "parentSpanId": "0102030405060708",
              "name": format!("{service} child"),
@@ -316,9 +317,17 @@ fn auth_prompt_refuses_a_wrong_token_and_shows_only_the_tokens_tenant() {
     };
     assert_eq!(ids, json!([trace_a]), "tenant-a's trace only");
     let text = b.eval("return document.body.innerText");
+    let text = text.as_str().unwrap();
+    assert!(!text.contains("svc-b"), "another tenant's data shown");
+    // Telemetry is untrusted: markup in a span name shows as text.
     assert!(
-        !text.as_str().unwrap().contains("svc-b"),
-        "another tenant's data shown"
+        text.contains("svc-a root <img id=injected src=x>"),
+        "{text}"
+    );
+    assert_eq!(
+        b.eval("return document.getElementById('injected') === null"),
+        json!(true),
+        "markup from a span name became an element"
     );
     // Opening tenant-b's trace by URL with tenant-a's token finds nothing.
     b.open(&format!("http://{}/#/trace/{trace_b}", server.http));
