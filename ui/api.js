@@ -2,6 +2,7 @@
 // any path prefix. Credentials: with a bearer token stored in this tab's sessionStorage every
 // request carries `Authorization: Bearer <token>`; otherwise, when a tenant is picked,
 // `X-Scope-OrgID: <tenant>`. Non-2xx answers become ApiError with the server's message.
+// Writes (`apiPost`) send JSON, which the server requires; it refuses cross-origin writes.
 
 const TOKEN_KEY = 'sightline.token';
 const TENANT_KEY = 'sightline.tenant';
@@ -113,12 +114,27 @@ export function buildUrl(path, params) {
  * Options: `signal` (AbortSignal), `quiet401` (do not call the unauthorized handler).
  */
 export async function apiGet(path, params, opts = {}) {
-  const url = buildUrl(path, params);
+  return request('GET', buildUrl(path, params), undefined, opts);
+}
+
+/**
+ * POSTs `body` as JSON (`Content-Type: application/json`, which the server requires of
+ * writes; same origin, so its cross-origin guard lets it through) to `path` and answers the
+ * parsed JSON (null for an empty answer, e.g. 202). Errors as `apiGet`.
+ */
+export async function apiPost(path, body, opts = {}) {
+  return request('POST', path, body === undefined ? '' : JSON.stringify(body), opts);
+}
+
+async function request(method, url, payload, opts) {
   let res;
+  const headers = { Accept: 'application/json', ...authHeaders() };
+  if (payload !== undefined) headers['Content-Type'] = 'application/json';
   try {
     res = await fetch(url, {
-      method: 'GET',
-      headers: { Accept: 'application/json', ...authHeaders() },
+      method,
+      headers,
+      body: payload,
       signal: opts.signal,
       credentials: 'same-origin',
       cache: 'no-store',
@@ -154,7 +170,15 @@ export async function apiGet(path, params, opts = {}) {
 
 /** Native APIs wrap answers in `{"status": "success", "data": ...}`: answers `data`. */
 export async function apiData(path, params, opts) {
-  const body = await apiGet(path, params, opts);
+  return unwrap(await apiGet(path, params, opts));
+}
+
+/** `apiPost` unwrapping `{"status": "success", "data": ...}` like `apiData`. */
+export async function apiPostData(path, body, opts) {
+  return unwrap(await apiPost(path, body, opts));
+}
+
+function unwrap(body) {
   return body && typeof body === 'object' && 'data' in body && body.status === 'success'
     ? body.data : body;
 }

@@ -9,9 +9,14 @@ import { h, loadingBox, errorBox, setChildren } from './dom.js';
 import {
   currentRoute, navigate, updateParams, link, globalParams, timeRange, RANGES,
 } from './route.js';
-import { formatUnixSeconds, toDatetimeLocal, fromDatetimeLocal } from './format.js';
+import { toDatetimeLocal, fromDatetimeLocal } from './format.js';
+import * as overviewView from './views/overview.js';
 import * as tracesView from './views/traces.js';
 import * as traceView from './views/trace.js';
+import * as qualityView from './views/quality.js';
+import * as anomaliesView from './views/anomalies.js';
+import * as logsView from './views/logs.js';
+import * as causalityView from './views/causality.js';
 
 const main = document.getElementById('main');
 const timeSlot = document.getElementById('time-range-slot');
@@ -23,9 +28,17 @@ const state = { auth: false, tenants: ['default'], ready: false };
 /** The mounted view: `{key, tenant, view}`. */
 let current = null;
 
+/** The views: `nav` is the nav link (`data-nav`) marked active while the view is shown. */
+const one = (name) => (s) => s.length === 1 && s[0] === name;
 const ROUTES = [
-  { key: 'traces', match: (s) => s.length === 1 && s[0] === 'traces', module: tracesView },
-  { key: 'trace', match: (s) => s.length === 2 && s[0] === 'trace', module: traceView },
+  { key: 'overview', nav: 'overview', title: 'Overview', module: overviewView,
+    match: (s) => s.length === 0 || (s.length === 1 && s[0] === 'overview') },
+  { key: 'traces', nav: 'traces', title: 'Traces', match: one('traces'), module: tracesView },
+  { key: 'trace', nav: 'traces', title: 'Trace', match: (s) => s.length === 2 && s[0] === 'trace', module: traceView },
+  { key: 'quality', nav: 'quality', title: 'Quality', match: one('quality'), module: qualityView },
+  { key: 'anomalies', nav: 'anomalies', title: 'Anomalies', match: one('anomalies'), module: anomaliesView },
+  { key: 'logs', nav: 'logs', title: 'Logs', match: one('logs'), module: logsView },
+  { key: 'causality', nav: 'causality', title: 'Causality', match: one('causality'), module: causalityView },
 ];
 
 // ---- auth and tenant -------------------------------------------------------------------
@@ -170,7 +183,7 @@ function renderTimeRange(params) {
   const select = h('select', { 'data-testid': 'time-range', 'aria-label': 'Time range' },
     RANGES.map((r) => h('option', { value: r.key }, r.label)),
     h('option', { value: 'custom' },
-      tr.custom ? `${formatUnixSeconds(tr.start)} – ${formatUnixSeconds(tr.end)}` : 'Custom…'));
+      tr.custom ? 'Custom range' : 'Custom…'));
   select.value = tr.custom ? 'custom' : tr.since;
   const custom = h('form', { class: 'custom-range' });
   const from = h('input', {
@@ -214,27 +227,24 @@ function unmountView() {
   current = null;
 }
 
-function updateNav(r) {
+/** Points the nav links at their views (keeping tenant and time range); marks `def`'s. */
+function updateNav(def) {
   for (const a of document.querySelectorAll('[data-nav]')) {
     const key = a.dataset.nav;
-    a.setAttribute('href', link(`/${key}`));
-    const active = r.segments[0] === key || (key === 'traces' && r.segments[0] === 'trace');
+    a.setAttribute('href', link(key === 'overview' ? '/' : `/${key}`));
+    const active = !!def && def.nav === key;
     a.classList.toggle('active', active);
     if (active) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   const brand = document.querySelector('.brand');
-  if (brand) brand.setAttribute('href', link('/traces'));
+  if (brand) brand.setAttribute('href', link('/'));
 }
 
 /** Mounts (or updates) the view the current fragment names. */
 function route() {
   if (!state.ready) return;
   const r = currentRoute();
-  if (r.segments.length === 0) {
-    navigate('/traces', globalParams(r.params), { replace: true });
-    return;
-  }
   const tenant = syncTenant(r.params);
   if (!state.auth && r.params.get('tenant') !== tenant) {
     // Keep the tenant in the URL so the link is shareable.
@@ -242,8 +252,8 @@ function route() {
     return;
   }
   renderTimeRange(r.params);
-  updateNav(r);
   const def = ROUTES.find((d) => d.match(r.segments));
+  updateNav(def);
   if (!def) {
     unmountView();
     setChildren(main, h('div', { class: 'state error', 'data-testid': 'not-found' },
@@ -257,7 +267,7 @@ function route() {
   }
   unmountView();
   main.replaceChildren();
-  document.title = `Sightline · ${key === 'trace' ? 'Trace' : 'Traces'}`;
+  document.title = `Sightline · ${def.title}`;
   current = { key, tenant, view: def.module.mount(main, r) };
 }
 

@@ -8,6 +8,7 @@ import {
   escapeHtml, formatDuration, formatTime, formatIsoUtc, formatValue, formatNumber,
 } from '../format.js';
 import { tokensBlockHtml } from './tokens.js';
+import { loadEvidence, EVALUATION_SPAN } from './evidence.js';
 import { link } from '../route.js';
 
 /** Attribute values longer than this are folded behind a `<details>`. */
@@ -141,7 +142,8 @@ function linksHtml(span) {
 
 /**
  * Fills `panel` with the details of `span`. `ctx`: `{traceId, traceStart, critical (span id
- * -> segments), hueOf (service -> hue), signal}`. Token logprobs load afterwards for LLM spans.
+ * -> segments), hueOf (service -> hue), spans (all of the trace's), signal}`. Token logprobs
+ * and the answer's sentences (supported or not, evidence.js) load afterwards for LLM spans.
  */
 export function renderSpanDetails(panel, span, ctx) {
   const st = span.status || {};
@@ -187,7 +189,10 @@ export function renderSpanDetails(panel, span, ctx) {
       parts.push('<h3>Answer</h3><div class="messages" data-testid="llm-answer">',
         answer.map((k) => messagesHtml(attrs[k])).join(''), '</div>');
     }
+    parts.push('<div class="evidence-slot" data-testid="evidence-slot"></div>');
     parts.push('<div class="tokens-slot" data-testid="tokens-slot"></div>');
+  } else if (span.name === EVALUATION_SPAN) {
+    parts.push('<div class="evidence-slot" data-testid="evidence-slot"></div>');
   }
   parts.push(
     '<h3>Attributes</h3>', kvTableHtml(attrs, 'span-attributes'),
@@ -199,7 +204,9 @@ export function renderSpanDetails(panel, span, ctx) {
   if (isError(span)) panel.classList.add('err');
   else panel.classList.remove('err');
 
-  if (llm) loadTokens(panel.querySelector('.tokens-slot'), span, ctx);
+  const evidence = panel.querySelector('.evidence-slot');
+  if (evidence) loadEvidence(evidence, span, ctx);
+  if (llm && span.name !== EVALUATION_SPAN) loadTokens(panel.querySelector('.tokens-slot'), span, ctx);
 }
 
 async function loadTokens(slot, span, ctx) {

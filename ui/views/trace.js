@@ -22,6 +22,7 @@ export function mount(root, route) {
   let detailsController = null;
   let layout = null;
   let spansById = new Map();
+  let allSpans = [];
   let rowOf = new Map();
   const collapsed = new Set();
   let selected = null;
@@ -125,6 +126,7 @@ export function mount(root, route) {
     renderSpanDetails(panel, span, {
       traceId, traceStart: layout.traceStart, critical: layout.critical,
       hueOf: (svc) => layout.hues.get(svc || '') ?? 210,
+      spans: allSpans,
       signal: detailsController.signal,
     });
     panel.dataset.spanId = spanId;
@@ -192,6 +194,7 @@ export function mount(root, route) {
     const t0 = performance.now();
     layout = layoutTrace(spans, data.critical_path);
     spansById = new Map(spans.map((s) => [s.span_id, s]));
+    allSpans = spans;
     rowOf = new Map(layout.rows.map((r, i) => [r.span.span_id, i]));
     legend.innerHTML = legendHtml();
     axis.innerHTML = axisHtml(layout);

@@ -337,8 +337,8 @@ fn cli_aggregate_over_url_and_data_dir() {
     assert!(ok, "{err}");
     assert_eq!(
         out,
-        "span    service   start    duration  status  span_id\n\
-         * chat  chat-api  +0.0 ms  7.0 ms    ok      0000000000000007\n\
+        "span    service   start  duration  status  span_id\n\
+         * chat  chat-api  +0 ns  7.0 ms    ok      0000000000000007\n\
          trace 00000000000000000000000000000007 (1 spans; * = critical path)\n"
     );
     let (ok, out, err) = cli(&[

@@ -532,7 +532,7 @@ pub(crate) fn retriever_span(trace: &str) -> Vec<u8> {
     )
 }
 
-fn chat_span(trace: &str) -> Vec<u8> {
+pub(crate) fn chat_span(trace: &str) -> Vec<u8> {
     let attrs = [
         kv("openinference.span.kind", "LLM"),
         kv("llm.model_name", "gpt-4o-2024-08-06"),

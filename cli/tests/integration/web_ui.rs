@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use super::browser::{Browser, installed};
 use super::common::{ServerProcess, http};
 use super::demo::Demo;
+use super::llm_clients::{chat_span, retriever_span};
 
 fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
     let found = installed();
@@ -217,6 +218,168 @@ fn trace_view_shows_the_stored_trace_with_its_tokens() {
     demo.stop();
 }
 
+#[test]
+fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
+    let Some((chromium, driver)) = browser_or_skip() else {
+        return;
+    };
+    let mut demo = Demo::start(&["--days", "0.25", "--seed", "11"]);
+    demo.wait_for_analysis();
+    let (addr, base) = (demo.http_addr, format!("http://{}/", demo.http_addr));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let b = Browser::start(&chromium, &driver, &shots());
+
+    // Overview: its tiles load.
+    b.open(&base);
+    b.wait_for(
+        "the overview's hallucination table",
+        "return document.querySelectorAll('[data-testid=overview-model]').length",
+    );
+    b.screenshot("overview");
+
+    // Quality: one line per group the API answers.
+    let (start, end) = (now - 6 * 3600, now);
+    let api = get(
+        addr,
+        &format!(
+            "/api/v1/quality?metric=hallucination_index&by=model&start={start}&end={end}&step=3m"
+        ),
+        &[],
+    );
+    let mut want: Vec<String> = api["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["group"].as_str().unwrap().to_owned())
+        .collect();
+    want.sort();
+    assert!(want.len() >= 4, "{api}");
+    b.open(&format!(
+        "{base}#/quality?metric=hallucination_index&by=model&start={start}&end={end}"
+    ));
+    let shown = b.wait_for(
+        "quality lines",
+        "const s = [...document.querySelectorAll('[data-testid=quality-series]')];
+         return s.length ? s.map(e => e.dataset.group).sort() : null",
+    );
+    assert_eq!(shown, json!(want), "one line per model");
+    b.screenshot("quality");
+
+    // Anomalies: a detector's band and the event the API lists for it.
+    let events = get(addr, "/api/v1/anomalies?detector=demo_model_rollout_0", &[]);
+    let n_events = events["anomalies"].as_array().unwrap().len();
+    assert!(n_events >= 1, "{events}");
+    b.open(&format!(
+        "{base}#/anomalies?detector=demo_model_rollout_0&since=6h"
+    ));
+    let drawn = b.wait_for(
+        "the band and its events",
+        "const band = document.querySelector('[data-testid=band]');
+         const ev = document.querySelectorAll('[data-testid=anomaly-event]').length;
+         const rows = document.querySelectorAll('[data-testid=anomaly-row]').length;
+         return band && band.getAttribute('d').length > 10 && ev ? [ev, rows] : null",
+    );
+    assert_eq!(
+        drawn,
+        json!([n_events, n_events]),
+        "every event drawn and listed"
+    );
+    b.screenshot("anomalies");
+
+    // Evidence: a RAG answer whose retriever and chat call are separate spans, evaluated by
+    // the server; its invented sentence is marked unsupported and names no document.
+    let trace_id = "0000000000000000000000000000e1ff";
+    let span_id = "00000000000000a2";
+    for body in [retriever_span(trace_id), chat_span(trace_id)] {
+        let r = http(
+            addr,
+            "POST",
+            "/v1/traces",
+            &[("content-type", "application/json")],
+            &body,
+        )
+        .unwrap();
+        assert_eq!(r.status, 200);
+    }
+    let t0 = Instant::now();
+    while !get(addr, &format!("/api/v1/traces/{trace_id}"), &[])["data"]["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "sightline.evaluation" && s["parent_span_id"] == span_id)
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the answer was not evaluated"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    b.open(&format!("{base}#/trace/{trace_id}?span={span_id}"));
+    let sentences = b.wait_for(
+        "answer sentences",
+        "const s = [...document.querySelectorAll('[data-testid=sentence]')];
+         return s.length ? s.map(e => [e.dataset.supported, e.dataset.document || null,
+           (e.nextElementSibling && e.nextElementSibling.dataset.testid === 'sentence-source' ? e.nextElementSibling.innerText : '')]) : null",
+    );
+    let sentences = sentences.as_array().unwrap();
+    let unsupported: Vec<&Value> = sentences.iter().filter(|s| s[0] == "false").collect();
+    assert!(
+        !unsupported.is_empty(),
+        "no sentence marked unsupported: {sentences:?}"
+    );
+    for s in &unsupported {
+        assert_eq!(
+            s[1],
+            Value::Null,
+            "an unsupported sentence names a document: {s}"
+        );
+        assert!(s[2].as_str().unwrap().contains("unsupported"), "{s}");
+    }
+    for s in sentences.iter().filter(|s| s[0] == "true") {
+        let doc = s[1].as_str().unwrap_or_default();
+        assert_eq!(
+            doc, "eiffel",
+            "a supported sentence names its document: {s}"
+        );
+        assert!(s[2].as_str().unwrap().contains(doc), "{s}");
+    }
+    b.eval(
+        "document.querySelector('[data-testid=sentences]').scrollIntoView({block: 'center'}); return true",
+    );
+    b.screenshot("evidence");
+
+    // Logs: the lines the API finds, each linked to its trace, and the histogram.
+    let logs = get(
+        addr,
+        &format!(
+            "/api/v1/logs/search?query=failed&service=llm-router&start={start}&end={end}&limit=50"
+        ),
+        &[],
+    );
+    let n_lines = logs["data"]["lines"].as_array().unwrap().len();
+    assert!(n_lines > 0);
+    b.open(&format!(
+        "{base}#/logs?q=failed&service=llm-router&start={start}&end={end}&limit=50"
+    ));
+    let (rows, bars) = {
+        let v = b.wait_for(
+            "log lines and bars",
+            "const r = document.querySelectorAll('[data-testid=log-row]').length;
+             const b = document.querySelectorAll('[data-testid=log-bar]').length;
+             return r && b ? [r, b] : null",
+        );
+        (v[0].as_u64().unwrap(), v[1].as_u64().unwrap())
+    };
+    assert_eq!(rows as usize, n_lines, "one row per line the API returns");
+    assert!(bars > 0);
+    b.screenshot("logs");
+    drop(b);
+    demo.stop();
+}
+
 fn spans_of(service: &str, trace_hex: &str) -> Value {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -340,4 +503,120 @@ fn auth_prompt_refuses_a_wrong_token_and_shows_only_the_tokens_tenant() {
         json!(0)
     );
     b.screenshot("auth-tenant-a");
+}
+
+#[test]
+fn answers_are_compressed_for_clients_that_accept_gzip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(&tmp.path().join("data"), &[], tmp.path().join("s.log"));
+    let trace = "cccccccccccccccccccccccccccccccc";
+    let r = http(
+        server.http,
+        "POST",
+        "/v1/traces",
+        &[("content-type", "application/json")],
+        spans_of("svc-c", trace).to_string().as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200);
+    let path = format!("/api/v1/traces/{trace}");
+    let plain = http(server.http, "GET", &path, &[], b"").unwrap();
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.header("content-encoding"), None);
+    let zipped = http(
+        server.http,
+        "GET",
+        &path,
+        &[("accept-encoding", "gzip")],
+        b"",
+    )
+    .unwrap();
+    assert_eq!(zipped.status, 200);
+    assert_eq!(zipped.header("content-encoding"), Some("gzip"));
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(&zipped.body[..]),
+        &mut body,
+    )
+    .unwrap();
+    assert_eq!(body, plain.body, "the same answer, compressed");
+    assert!(zipped.body.len() < plain.body.len());
+    // The UI's files too.
+    let page = http(
+        server.http,
+        "GET",
+        "/ui/app.js",
+        &[("accept-encoding", "gzip")],
+        b"",
+    )
+    .unwrap();
+    assert_eq!(page.status, 200);
+    assert_eq!(page.header("content-encoding"), Some("gzip"));
+    server.stop();
+}
+
+#[test]
+fn a_ten_thousand_span_trace_renders_in_under_a_second() {
+    let Some((chromium, driver)) = browser_or_skip() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(&tmp.path().join("data"), &[], tmp.path().join("s.log"));
+    let trace = "dddddddddddddddddddddddddddddddd";
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        - 600_000_000_000;
+    const N: u64 = 10_000;
+    // A 4-ary tree: span i's parent is (i - 1) / 4; sent in batches of 1,000.
+    for chunk in (0..N).collect::<Vec<_>>().chunks(1000) {
+        let spans: Vec<Value> = chunk
+            .iter()
+            .map(|&i| {
+                let mut s = json!({
+                    "traceId": trace, "spanId": format!("{:016x}", i + 1),
+                    "name": format!("op-{}", i % 37),
+                    "startTimeUnixNano": (t0 + i * 1_000_000).to_string(),
+                    "endTimeUnixNano": (t0 + i * 1_000_000 + 5_000_000).to_string()
+                });
+                if i > 0 {
+                    s["parentSpanId"] = json!(format!("{:016x}", (i - 1) / 4 + 1));
+                }
+                s
+            })
+            .collect();
+        let body = json!({"resourceSpans": [{
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "big"}}]},
+            "scopeSpans": [{"spans": spans}]
+        }]});
+        let r = http(
+            server.http,
+            "POST",
+            "/v1/traces",
+            &[("content-type", "application/json")],
+            body.to_string().as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let b = Browser::start(&chromium, &driver, &shots());
+    let started = Instant::now();
+    b.open(&format!("http://{}/#/trace/{trace}", server.http));
+    let rendered = b.wait_for(
+        "10,000 waterfall rows",
+        "const w = document.querySelector('[data-testid=waterfall]');
+         const n = document.querySelectorAll('[data-testid=span-row]').length;
+         return n === 10000 && w && w.dataset.renderMs ? Number(w.dataset.renderMs) : null",
+    );
+    let whole = started.elapsed();
+    let render_ms = rendered.as_f64().unwrap();
+    eprintln!(
+        "10,000-span trace: waterfall rendered in {render_ms:.0} ms; page opened to rows shown in {} ms",
+        whole.as_millis()
+    );
+    assert!(render_ms < 1000.0, "rendering took {render_ms} ms");
+    b.screenshot("trace-10000-spans");
+    drop(b);
+    server.stop();
 }
