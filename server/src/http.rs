@@ -10,6 +10,7 @@
 //!
 //! * [`otlp`]: `POST /v1/traces`, `/v1/metrics`, `/v1/logs` (OTLP/HTTP);
 //! * [`ops`]: `GET /metrics`, `/health`, `/ready`, `/api/v1/tenants`;
+//! * [`overview`]: `GET /api/v1/overview` (what a tenant has stored, per signal);
 //! * [`detect`]: `POST /api/v1/detect/{entropy,hallucination,granger}`;
 //! * [`detectors`]: `/api/v1/detectors[/{name}[/run]]`, `/api/v1/anomalies`, `/api/v1/annotations`;
 //! * [`aggregate`]: `POST /api/v1/aggregate`, `GET /api/v1/aggregate/fields`;
@@ -31,6 +32,7 @@ pub mod loki;
 pub mod openapi;
 pub mod ops;
 pub mod otlp;
+pub mod overview;
 pub(crate) mod params;
 pub mod prometheus;
 pub mod quality;
@@ -79,6 +81,7 @@ pub fn router(state: AppState) -> Router {
         .merge(logs::routes())
         .merge(loki::routes())
         .merge(ops::routes())
+        .merge(overview::routes())
         .merge(openapi::routes())
         .merge(prometheus::routes())
         .merge(traces::routes())

@@ -42,6 +42,23 @@ use crate::wal::{self, FsyncPolicy, Wal};
 
 type TableKey = (TenantId, Signal);
 
+/// What one tenant holds of one signal ([`Store::extent`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// The signal.
+    pub signal: Signal,
+    /// Rows, flushed or not.
+    pub rows: u64,
+    /// Of those, rows not yet in a segment.
+    pub unflushed_rows: u64,
+    /// Live segments.
+    pub segments: usize,
+    /// Earliest row time; `None` when there are no rows.
+    pub min_time: Option<UnixNanos>,
+    /// Latest row time.
+    pub max_time: Option<UnixNanos>,
+}
+
 /// Memtables frozen for one flush; readable until their segments are installed.
 #[derive(Debug)]
 struct FrozenSet {
@@ -316,6 +333,56 @@ impl Store {
             .get(tenant)
             .map(|c| c.label_values(name))
             .unwrap_or_default()
+    }
+
+    /// What `tenant` holds of each signal: rows (in segments, and not yet flushed), the
+    /// segments, and the time range of the rows (by span start, log time, sample time). Read
+    /// from segment metadata and the memtables' batch bounds: no file is opened.
+    pub fn extent(&self, tenant: &TenantId) -> Vec<Extent> {
+        let state = self.inner.state.lock();
+        [Signal::Spans, Signal::Logs, Signal::Samples]
+            .into_iter()
+            .map(|signal| {
+                let key = (tenant.clone(), signal);
+                let mut e = Extent {
+                    signal,
+                    rows: 0,
+                    segments: 0,
+                    unflushed_rows: 0,
+                    min_time: None,
+                    max_time: None,
+                };
+                let mut widen = |min: UnixNanos, max: UnixNanos| {
+                    e.min_time = Some(e.min_time.map_or(min, |m| m.min(min)));
+                    e.max_time = Some(e.max_time.map_or(max, |m| m.max(max)));
+                };
+                for seg in state.segments.get(&key).into_iter().flatten() {
+                    let m = seg.meta();
+                    widen(m.min_time, m.max_time);
+                    e.rows += m.rows;
+                    e.segments += 1;
+                }
+                // Frozen memtables are readable until their segments are installed, under the
+                // same lock: a row is counted in one place only.
+                let frozen = state.frozen.iter().flat_map(|f| {
+                    f.tables
+                        .iter()
+                        .filter(|(k, _, _)| *k == key)
+                        .flat_map(|(_, snap, _)| snap.batches.iter())
+                });
+                let active = state
+                    .active
+                    .get(&key)
+                    .into_iter()
+                    .flat_map(|m| m.batches().iter());
+                for b in frozen.chain(active) {
+                    widen(b.min_time, b.max_time);
+                    e.unflushed_rows += b.batch.num_rows() as u64;
+                }
+                e.rows += e.unflushed_rows;
+                e
+            })
+            .collect()
     }
 
     /// Tenants with any data.

@@ -136,11 +136,41 @@ fn spans_visible_before_and_after_flush_and_reopen() {
         got.sort_by_key(|s| s.span_id);
         expect.sort_by_key(|s| s.span_id);
         assert_eq!(got, expect, "round trip must be exact");
+        // The extent counts flushed and unflushed rows once each, with their time range.
+        let spans_extent = store
+            .extent(&t)
+            .into_iter()
+            .find(|e| e.signal == Signal::Spans)
+            .expect("a spans extent");
+        assert_eq!(
+            (
+                spans_extent.rows,
+                spans_extent.unflushed_rows,
+                spans_extent.segments
+            ),
+            (400, 200, 1)
+        );
+        assert_eq!(spans_extent.min_time, Some(UnixNanos(T0)));
+        assert_eq!(
+            spans_extent.max_time,
+            Some(UnixNanos(T0 + 399 * 1_000_000_000))
+        );
+        let logs_extent = store
+            .extent(&t)
+            .into_iter()
+            .find(|e| e.signal == Signal::Logs)
+            .expect("a logs extent");
+        assert_eq!((logs_extent.rows, logs_extent.min_time), (0, None));
+        assert!(store.extent(&tenant("other")).iter().all(|e| e.rows == 0));
     }
     // Unflushed rows come back from the WAL; flushed ones from segments; none twice.
     let store = Store::open(dir.path(), config()).expect("reopen");
     assert_eq!(store.open_report().wal.records_replayed, 1);
     assert_eq!(spans_matching(&store, &t, vec![]), 400);
+    assert_eq!(store.extent(&t)[0].rows, 400, "replayed rows counted once");
+    store.flush().expect("flush");
+    let after = &store.extent(&t)[0];
+    assert_eq!((after.rows, after.unflushed_rows), (400, 0));
     let res = store
         .scan(&ScanRequest::new(t.clone(), Signal::Spans, TimeRange::ALL))
         .expect("scan");

@@ -510,15 +510,29 @@ fn answers_are_compressed_for_clients_that_accept_gzip() {
     let tmp = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(&tmp.path().join("data"), &[], tmp.path().join("s.log"));
     let trace = "cccccccccccccccccccccccccccccccc";
+    let sent = spans_of("svc-c", trace);
     let r = http(
         server.http,
         "POST",
         "/v1/traces",
         &[("content-type", "application/json")],
-        spans_of("svc-c", trace).to_string().as_bytes(),
+        sent.to_string().as_bytes(),
     )
     .unwrap();
     assert_eq!(r.status, 200);
+    // What the overview counts: the two spans, their time range, nothing else.
+    let o = get(server.http, "/api/v1/overview", &[]);
+    let spans = &o["data"]["signals"][0];
+    assert_eq!(spans["signal"], "spans", "{o}");
+    assert_eq!(spans["rows"], 2, "{o}");
+    let first = &sent["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+    assert_eq!(spans["start_unix_nano"], first["startTimeUnixNano"], "{o}");
+    assert_eq!(o["data"]["signals"][1]["rows"], 0, "{o}");
+    assert_eq!(
+        o["data"]["signals"][1]["start_unix_nano"],
+        Value::Null,
+        "{o}"
+    );
     let path = format!("/api/v1/traces/{trace}");
     let plain = http(server.http, "GET", &path, &[], b"").unwrap();
     assert_eq!(plain.status, 200);
