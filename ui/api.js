@@ -9,6 +9,7 @@ const TENANT_KEY = 'sightline.tenant';
 
 let tenant = null;
 let unauthorizedHandler = null;
+let serverInfo = { auth: false, tenants: ['default'] };
 
 /** An answer that was not 2xx (or no answer at all: status 0). */
 export class ApiError extends Error {
@@ -70,6 +71,22 @@ export function setTenant(name) {
 /** The tenant currently sent, or null. */
 export function currentTenant() {
   return tenant;
+}
+
+/**
+ * What `api/v1/tenants` answered (`{auth, tenants}`), as the app read it at start-up: with
+ * auth off every tenant with data (and `default`), with auth on the token's tenant only.
+ */
+export function tenantsInfo() {
+  return { auth: serverInfo.auth, tenants: serverInfo.tenants.slice() };
+}
+
+/** Set by the app once it has read `api/v1/tenants` (views read it with `tenantsInfo()`). */
+export function setTenantsInfo(info) {
+  serverInfo = {
+    auth: !!(info && info.auth),
+    tenants: Array.isArray(info && info.tenants) && info.tenants.length ? info.tenants.map(String) : ['default'],
+  };
 }
 
 /**

@@ -4,6 +4,7 @@
 
 import {
   apiGet, getToken, setToken, setTenant, getStoredTenant, currentTenant, onUnauthorized,
+  setTenantsInfo,
 } from './api.js';
 import { h, loadingBox, errorBox, setChildren } from './dom.js';
 import {
@@ -68,6 +69,7 @@ async function bootstrap() {
   state.auth = !!(info && info.auth);
   state.tenants = Array.isArray(info && info.tenants) && info.tenants.length
     ? info.tenants.map(String) : ['default'];
+  setTenantsInfo(state); // for the views (the overview says how many tenants there are)
   if (state.auth && !getToken()) {
     showAuthPrompt(null);
     return;

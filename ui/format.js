@@ -136,6 +136,39 @@ export function formatNumber(v, digits = 3) {
   return String(Number(n.toFixed(digits)));
 }
 
+/** A count with thousands separated: `73,044`; `-` for null. */
+export function formatCount(v) {
+  if (v === null || v === undefined || v === '') return '-';
+  if (typeof v === 'bigint') return v.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const n = Number(v);
+  if (!Number.isFinite(n)) return String(v);
+  const [int, frac] = String(Math.abs(n)).split('.');
+  const sep = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${n < 0 ? '-' : ''}${sep}${frac ? `.${frac}` : ''}`;
+}
+
+/** A cost: `$0.0048`, `$12.35`, `<$0.0001`; `-` for null. */
+export function formatCost(v) {
+  if (v === null || v === undefined || v === '') return '-';
+  const n = Number(v);
+  if (!Number.isFinite(n)) return '-';
+  if (n < 0) return `-${formatCost(-n)}`;
+  if (n === 0) return '$0';
+  if (n < 0.0001) return '<$0.0001';
+  return n >= 1 ? `$${formatCount(n.toFixed(2))}` : `$${n.toFixed(4)}`;
+}
+
+/**
+ * Unix nanoseconds as a decimal string (or number) to a BigInt, or null when absent or not an
+ * integer: time ranges subtracted in BigInt keep every nanosecond.
+ */
+export function nanosBig(nanos) {
+  if (nanos === null || nanos === undefined || nanos === '') return null;
+  const s = String(nanos).trim();
+  if (!/^-?\d+$/.test(s)) return null;
+  return BigInt(s);
+}
+
 /** A probability (0..1) as a percentage: `96.0%`. */
 export function formatPercent(p) {
   if (p === null || p === undefined || !Number.isFinite(Number(p))) return '-';

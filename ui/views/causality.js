@@ -9,6 +9,7 @@ import { h, loadingBox, errorBox, setChildren } from '../dom.js';
 import { navigate, globalParams, timeRange, updateParams } from '../route.js';
 import { formatNumber, formatDuration } from '../format.js';
 import { svg, niceStep, parseDuration, formatStep } from '../chart.js';
+import { bhQValues } from '../stats.js';
 
 export const EXAMPLE = {
   cause: 'sightline_quality_hallucination_index{operation="chat"}',
@@ -72,13 +73,16 @@ function resultView(data, cause, effect, stepS) {
   const aic = data.selected_lag ? data.selected_lag.aic : null;
   const chosen = lags.find((l) => l.lag === bic) || lags[0];
   const p = chosen && chosen.ssr_ftest ? chosen.ssr_ftest.p : null;
-  const rows = lags.map((l) => {
+  // Benjamini-Hochberg over the lags tried: one F-test p per lag.
+  const qs = bhQValues(lags.map((l) => (l.ssr_ftest ? l.ssr_ftest.p : null)));
+  const rows = lags.map((l, i) => {
     const c = ic.get(l.lag) || {};
     return h('tr', { 'data-testid': 'granger-row', 'data-lag': l.lag, 'data-chosen': l.lag === bic ? 'true' : 'false', class: l.lag === bic ? 'chosen' : '' },
       h('td', { class: 'num' }, String(l.lag), l.lag === bic ? h('span', { class: 'badge' }, 'BIC') : null,
         l.lag === aic ? h('span', { class: 'badge' }, 'AIC') : null),
       h('td', { class: 'num' }, formatNumber(l.ssr_ftest && l.ssr_ftest.F, 3)),
       h('td', { class: 'num' }, formatP(l.ssr_ftest && l.ssr_ftest.p)),
+      h('td', { class: `num${qs[i] !== null && qs[i] < 0.05 ? ' q-strong' : ''}`, 'data-testid': 'granger-q', 'data-q': qs[i] ?? '' }, formatP(qs[i])),
       h('td', { class: 'num' }, formatP(l.ssr_chi2test && l.ssr_chi2test.p)),
       h('td', { class: 'num' }, formatP(l.lrtest && l.lrtest.p)),
       h('td', { class: 'num' }, formatP(l.params_ftest && l.params_ftest.p)),
@@ -95,10 +99,15 @@ function resultView(data, cause, effect, stepS) {
       `lag chosen by BIC: ${bic ?? '-'}, by AIC: ${aic ?? '-'}. p values are per test (F and χ² on the residual sums of squares, likelihood ratio, F on the parameters).`),
     h('table', { class: 'results granger-table', 'data-testid': 'granger-table' },
       h('thead', {}, h('tr', {}, h('th', { class: 'num' }, 'Lag'), h('th', { class: 'num' }, 'F'),
-        h('th', { class: 'num' }, 'p (F)'), h('th', { class: 'num' }, 'p (χ²)'), h('th', { class: 'num' }, 'p (LR)'),
+        h('th', { class: 'num' }, 'p (F)'),
+        h('th', { class: 'num', title: 'Benjamini-Hochberg q-value of p (F) over the lags tried' }, 'q (F, BH)'),
+        h('th', { class: 'num' }, 'p (χ²)'), h('th', { class: 'num' }, 'p (LR)'),
         h('th', { class: 'num' }, 'p (params F)'), h('th', { class: 'num' }, 'partial R²'),
         h('th', { class: 'num' }, 'AIC'), h('th', { class: 'num' }, 'BIC'))),
       h('tbody', {}, rows)),
+    lags.length ? h('p', { class: 'muted granger-q-note', 'data-testid': 'granger-q-note' },
+      `q is the Benjamini-Hochberg q-value of p (F) across the ${qs.filter((q) => q !== null).length} lags tried: ` +
+      'calling every lag with q < 0.05 a finding keeps the expected false discovery rate over the lags at 5 %.') : null,
     stat.length ? h('div', { class: 'muted' }, `Stationarity (ADF): ${stat.join('; ')}`) : null);
 }
 

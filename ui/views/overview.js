@@ -3,12 +3,15 @@
 // `rate` and `count`), metric names (`GET api/v1/label/__name__/values`), the most recent
 // anomaly events (`GET api/v1/anomalies?limit=10`), the detectors and their states
 // (`GET api/v1/detectors`), and the hallucination index per model (last value of each group,
-// `GET api/v1/quality`).
+// `GET api/v1/quality`). Above them, what the tenant has stored whatever the range
+// (`GET api/v1/overview`: rows and time span per signal, metric series) and which tenant it is.
 
-import { apiGet, apiData, apiPostData, isAbort } from '../api.js';
+import { apiGet, apiData, apiPostData, isAbort, tenantsInfo } from '../api.js';
 import { h, loadingBox, errorBox, emptyBox, setChildren } from '../dom.js';
 import { link, timeRange } from '../route.js';
-import { formatNumber, formatUnixSeconds } from '../format.js';
+import {
+  formatNumber, formatUnixSeconds, formatCount, formatDuration, formatIsoUtc, nanosBig, nanosToSeconds,
+} from '../format.js';
 import { svg, linePath, extent, niceStep, formatStep } from '../chart.js';
 import { lastValue, tracesFilter } from './quality.js';
 import { eventTraceParams } from './detector-chart.js';
@@ -50,6 +53,59 @@ function sparkline(points) {
     svg('path', { d: d || 'M0,0', class: 'series-line', stroke: '#dc2626' }));
 }
 
+const SIGNALS = [
+  { signal: 'spans', title: 'Spans', path: '/traces' },
+  { signal: 'logs', title: 'Log lines', path: '/logs' },
+  { signal: 'samples', title: 'Metric samples', path: '/causality' },
+];
+
+/**
+ * The time span of a stored signal (`start_unix_nano`/`end_unix_nano`, decimal strings):
+ * `{text, title, nanos, start, end}` (start/end in unix seconds, widened to whole seconds), or
+ * null when nothing is stored. The length is computed in BigInt: no nanosecond is lost.
+ */
+export function storedSpan(sig) {
+  const a = nanosBig(sig && sig.start_unix_nano);
+  const b = nanosBig(sig && sig.end_unix_nano);
+  if (a === null || b === null) return null;
+  const from = formatUnixSeconds(nanosToSeconds(sig.start_unix_nano));
+  const to = formatUnixSeconds(nanosToSeconds(sig.end_unix_nano));
+  const sameDay = from.slice(0, 10) === to.slice(0, 10);
+  return {
+    text: `${from} → ${sameDay ? to.slice(11) : to}`,
+    title: `${formatIsoUtc(sig.start_unix_nano)} → ${formatIsoUtc(sig.end_unix_nano)}`,
+    nanos: Number(b - a),
+    start: Number(a / 1000000000n),
+    end: Number((b + 999999999n) / 1000000000n),
+  };
+}
+
+/** Which tenant this is, and how many the caller can pick (`api/v1/tenants`, read by the app). */
+function tenantLine(viewed) {
+  const info = tenantsInfo();
+  const n = info.tenants.length;
+  return h('span', { class: 'muted stored-tenant', 'data-testid': 'stored-tenant', 'data-tenant': viewed, 'data-tenants': n },
+    'tenant ', h('strong', {}, viewed), ' · ',
+    info.auth ? 'the only one your token can read'
+      : `${n} tenant${n === 1 ? '' : 's'} to pick from (top right)`);
+}
+
+function storedSignal(def, sig) {
+  const span = storedSpan(sig);
+  const rows = Number(sig.rows) || 0;
+  const unflushed = Number(sig.unflushed_rows) || 0;
+  const segs = Number(sig.segments) || 0;
+  return h('div', { class: 'stored-sig', 'data-testid': `stored-${def.signal}`, 'data-rows': String(sig.rows ?? 0) },
+    h('div', { class: 'stored-label' }, h('a', { href: link(def.path) }, def.title)),
+    h('div', { class: 'big' }, h('span', { class: 'stored-rows' }, formatCount(rows)), h('span', { class: 'unit' }, rows === 1 ? 'row' : 'rows')),
+    span
+      ? h('div', { class: 'stored-range', title: `${span.title} (open this range)` },
+        h('a', { href: link(def.path, { since: null, start: span.start, end: span.end }), 'data-testid': `stored-${def.signal}-range` }, span.text))
+      : h('div', { class: 'stored-range muted' }, 'nothing stored'),
+    h('div', { class: 'muted' }, span ? h('span', { 'data-testid': `stored-${def.signal}-span` }, `${formatDuration(span.nanos)} of data · `) : null,
+      `${formatCount(segs)} segment${segs === 1 ? '' : 's'}`, unflushed ? ` · ${formatCount(unflushed)} unflushed` : ''));
+}
+
 /** Mounts the view into `root`; answers `{update, unmount}`. */
 export function mount(root, route) {
   let controller = null;
@@ -64,6 +120,32 @@ export function mount(root, route) {
       if (isAbort(e) || signal.aborted) return;
       setChildren(t.body, errorBox(`${what} failed`, e));
     }
+  }
+
+  function storedTile(signal) {
+    const body = h('div', { class: 'tile-body' }, loadingBox('Loading…', 'tile-stored-loading'));
+    const head = h('div', { class: 'tile-head' }, h('h2', {}, 'Stored'), tenantLine(route.params.get('tenant') || tenantsInfo().tenants[0] || 'default'));
+    const el = h('section', { class: 'tile card tile-stored', 'data-testid': 'tile-stored' }, head, body);
+    guarded({ body }, 'Reading what is stored', async () => {
+      let data;
+      try {
+        data = await apiData('api/v1/overview', null, { signal });
+      } catch (e) {
+        if (e.status !== 404) throw e;
+        setChildren(body, emptyBox('This server does not say what it stores (no api/v1/overview: an older version).', 'tile-stored-empty'));
+        return;
+      }
+      if (signal.aborted) return;
+      const signals = Array.isArray(data && data.signals) ? data.signals : [];
+      head.replaceChild(tenantLine(String((data && data.tenant) || 'default')), head.lastChild);
+      setChildren(body, h('div', { class: 'stored-row' },
+        SIGNALS.map((def) => storedSignal(def, signals.find((x) => x && x.signal === def.signal) || { rows: 0 })),
+        h('div', { class: 'stored-sig', 'data-testid': 'stored-series', 'data-series': String(data && data.series !== undefined ? data.series : '') },
+          h('div', { class: 'stored-label' }, h('a', { href: link('/causality') }, 'Metric series')),
+          h('div', { class: 'big' }, h('span', {}, formatCount(data && data.series)), h('span', { class: 'unit' }, 'series')),
+          h('div', { class: 'muted' }, 'all time, this tenant'))));
+    }, signal);
+    return el;
   }
 
   function rateTile(key, signalName, title, unit, noun, href, signal, range) {
@@ -164,6 +246,7 @@ export function mount(root, route) {
     controller = new AbortController();
     const { signal } = controller;
     setChildren(grid,
+      storedTile(signal),
       rateTile('spans', 'spans', 'Spans', 'spans', 'spans', link('/traces'), signal, range),
       rateTile('logs', 'logs', 'Log lines', 'lines', 'log lines', link('/logs'), signal, range),
       metricsTile(signal, range),

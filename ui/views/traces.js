@@ -5,7 +5,9 @@
 import { apiData, apiGet, isAbort } from '../api.js';
 import { h, loadingBox, errorBox, emptyBox, setChildren } from '../dom.js';
 import { link, navigate, globalParams, timeRange } from '../route.js';
-import { formatDuration, formatTime, formatIsoUtc, escapeHtml } from '../format.js';
+import {
+  formatDuration, formatTime, formatIsoUtc, escapeHtml, formatCount, formatCost,
+} from '../format.js';
 
 /** The fragment of the last search shown, for the trace view's "back to traces" link. */
 let lastSearch = null;
@@ -74,18 +76,64 @@ function limitOf(params) {
   return Number.isInteger(n) && n > 0 ? Math.min(n, MAX_LIMIT) : PAGE;
 }
 
+/** A number from the answer, or null. */
+function num(v) {
+  if (v === null || v === undefined || v === '') return null;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
+}
+
+/**
+ * Tokens, cost and quality of a whole trace, from the totals the search answers with each
+ * trace (every span of the trace, not only the matched ones listed):
+ * `{input, output, cost, hallucination, entropy, llm}`, each null when no span reports it.
+ */
+export function traceGenAi(t) {
+  return {
+    input: num(t && t.input_tokens),
+    output: num(t && t.output_tokens),
+    cost: num(t && t.cost),
+    hallucination: num(t && t.max_hallucination_index),
+    entropy: num(t && t.max_entropy_mean),
+    llm: num(t && t.llm_calls) ?? 0,
+  };
+}
+
+/** The hue for a hallucination index: 120 (green) at 0 to 0 (red) at 1 and above. */
+export function hallucinationHue(v) {
+  const x = Math.min(Math.max(Number(v) || 0, 0), 1);
+  return Math.round(120 * (1 - x));
+}
+
+function genAiCells(t) {
+  const g = traceGenAi(t);
+  const over = `over the trace's ${g.llm} LLM call${g.llm === 1 ? '' : 's'}`;
+  const tokens = g.input === null && g.output === null ? '-'
+    : `${g.input === null ? '-' : formatCount(g.input)} / ${g.output === null ? '-' : formatCount(g.output)}`;
+  const hall = g.hallucination === null ? '-'
+    : `<span class="hi-pill" style="--hi-hue:${hallucinationHue(g.hallucination)}">${escapeHtml(g.hallucination.toFixed(2))}</span>`;
+  return [
+    `<td class="t-tokens num" data-testid="trace-tokens" title="input / output tokens, summed ${escapeHtml(over)}">${escapeHtml(tokens)}</td>`,
+    `<td class="t-cost num" data-testid="trace-cost" title="cost, summed ${escapeHtml(over)}">${escapeHtml(g.cost === null ? '-' : formatCost(g.cost))}</td>`,
+    `<td class="t-hall num" data-testid="trace-hallucination" title="highest hallucination index ${escapeHtml(over)}">${hall}</td>`,
+    `<td class="t-entropy num" data-testid="trace-entropy" title="highest mean token entropy (nats) ${escapeHtml(over)}">${escapeHtml(g.entropy === null ? '-' : g.entropy.toFixed(2))}</td>`,
+  ].join('');
+}
+
 /** The results' `<tr>` rows as one HTML string. */
 export function rowsHtml(traces) {
   const out = [];
   for (const t of traces) {
     const id = escapeHtml(t.trace_id);
     const matched = Array.isArray(t.spans) ? t.spans : [];
-    const error = matched.some((s) => s.status === 'error' || (s.status && s.status.code === 'error'));
+    // A trace with an error span anywhere (the search answers the count for the whole trace).
+    const error = Number(t.error_spans) > 0;
     // Models of the matched spans, when the filters matched only part of the trace.
     const models = t.matched < t.span_count
-      ? [...new Set(matched.map((s) => s.model).filter(Boolean))] : [];
+      ? [...new Set(matched.map((s) => s.model || (s.gen_ai && s.gen_ai.request_model)).filter(Boolean))] : [];
+    const hall = traceGenAi(t).hallucination;
     out.push(
-      `<tr data-testid="trace-row" data-trace-id="${id}" class="trace-row${error ? ' err' : ''}" tabindex="0">`,
+      `<tr data-testid="trace-row" data-trace-id="${id}" data-hallucination="${hall === null ? '' : escapeHtml(hall)}" class="trace-row${error ? ' err' : ''}" tabindex="0">`,
       `<td class="t-start" title="${escapeHtml(formatIsoUtc(t.start_unix_nano))}">`,
       `<a href="${escapeHtml(link(`/trace/${t.trace_id}`))}">${escapeHtml(formatTime(t.start_unix_nano))}</a></td>`,
       `<td class="t-service">${escapeHtml(t.root_service_name || '')}</td>`,
@@ -95,7 +143,9 @@ export function rowsHtml(traces) {
       `<td class="t-matched">${escapeHtml(t.matched ?? '')}`,
       error ? ' <span class="badge err" title="a matched span has status error">error</span>' : '',
       models.map((m) => ` <span class="badge">${escapeHtml(m)}</span>`).join(''),
-      '</td></tr>');
+      '</td>',
+      genAiCells(t),
+      '</tr>');
   }
   return out.join('');
 }
@@ -154,7 +204,11 @@ export function mount(root, route) {
     h('thead', {}, h('tr', {},
       h('th', {}, 'Start'), h('th', {}, 'Root service'), h('th', {}, 'Root span'),
       h('th', { class: 'num' }, 'Duration'), h('th', { class: 'num' }, 'Spans'),
-      h('th', {}, 'Matched'))),
+      h('th', {}, 'Matched'),
+      h('th', { class: 'num', title: 'input / output tokens of the trace\'s LLM calls' }, 'Tokens in / out'),
+      h('th', { class: 'num', title: 'cost of the trace\'s LLM calls' }, 'Cost'),
+      h('th', { class: 'num', title: 'highest hallucination index of the trace\'s answers' }, 'Halluc.'),
+      h('th', { class: 'num', title: 'highest mean token entropy (nats) of the trace\'s answers' }, 'Entropy'))),
     tbody);
   const more = h('button', { type: 'button', class: 'more', 'data-testid': 'trace-more', hidden: true },
     'More');

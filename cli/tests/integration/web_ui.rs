@@ -113,6 +113,24 @@ fn trace_view_shows_the_stored_trace_with_its_tokens() {
     // The waterfall against the API's answer for the same trace.
     let api = get(demo.http_addr, &format!("/api/v1/traces/{trace_id}"), &[]);
     let spans = api["data"]["spans"].as_array().unwrap().clone();
+
+    // The list's totals are the whole trace's: tokens summed, the worst hallucination index.
+    let sum = |k: &str| -> i64 { spans.iter().filter_map(|s| s["gen_ai"][k].as_i64()).sum() };
+    let worst = spans
+        .iter()
+        .filter_map(|s| s["quality"]["hallucination_index"].as_f64())
+        .fold(f64::NAN, f64::max);
+    let row = b.eval(&format!(
+        "const r = document.querySelector(\"[data-testid=trace-row][data-trace-id='{trace_id}']\");
+         return [r.dataset.hallucination, r.querySelector('[data-testid=trace-tokens]').innerText]"
+    ));
+    let shown_worst: f64 = row[0].as_str().unwrap().parse().unwrap();
+    assert!((shown_worst - worst).abs() < 1e-9, "{row} vs {worst}");
+    assert_eq!(
+        row[1].as_str().unwrap().replace(',', ""),
+        format!("{} / {}", sum("input_tokens"), sum("output_tokens")),
+        "{row}"
+    );
     let critical: HashSet<String> = api["data"]["critical_path"]
         .as_array()
         .unwrap()
@@ -238,6 +256,16 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
         "the overview's hallucination table",
         "return document.querySelectorAll('[data-testid=overview-model]').length",
     );
+    // What is stored, as the API counts it (the demo has stopped sending: counts are stable).
+    let stored = get(addr, "/api/v1/overview", &[]);
+    let spans_rows = stored["data"]["signals"][0]["rows"].as_u64().unwrap();
+    assert!(spans_rows > 10_000, "{stored}");
+    let shown = b.wait_for(
+        "the stored tile",
+        "const e = document.querySelector('[data-testid=stored-spans]');
+         return e && e.dataset.rows ? Number(e.dataset.rows) : null",
+    );
+    assert_eq!(shown.as_u64(), Some(spans_rows));
     b.screenshot("overview");
 
     // Quality: one line per group the API answers.

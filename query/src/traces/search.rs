@@ -114,6 +114,9 @@ pub struct SpanHit {
     /// `gen_ai.usage.output_tokens`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<i64>,
+    /// `gen_ai.usage.cost`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
     /// Mean token entropy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entropy_mean: Option<f64>,
@@ -160,8 +163,53 @@ pub struct TraceHit {
     pub span_count: usize,
     /// Spans that matched the query.
     pub matched: usize,
+    /// Totals over every span of the trace (LLM calls, tokens, cost, errors, worst quality).
+    #[serde(flatten)]
+    pub totals: TraceTotals,
     /// The first `spans_per_trace` matched spans, by start time.
     pub spans: Vec<SpanHit>,
+}
+
+/// What a whole trace adds up to: its LLM calls' tokens and cost (absent when no span
+/// reports them), its error spans, and its worst hallucination index and highest mean token
+/// entropy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TraceTotals {
+    /// Spans with status `error`.
+    pub error_spans: usize,
+    /// Spans with a GenAI operation.
+    pub llm_calls: usize,
+    /// Sum of `gen_ai.usage.input_tokens`.
+    pub input_tokens: Option<i64>,
+    /// Sum of `gen_ai.usage.output_tokens`.
+    pub output_tokens: Option<i64>,
+    /// Sum of `gen_ai.usage.cost`.
+    pub cost: Option<f64>,
+    /// Highest hallucination index of the trace's answers.
+    pub max_hallucination_index: Option<f64>,
+    /// Highest mean token entropy of the trace's answers.
+    pub max_entropy_mean: Option<f64>,
+}
+
+impl TraceTotals {
+    /// The totals of `spans` (every span of one trace).
+    pub fn of(spans: &[SpanHit]) -> Self {
+        fn sum<T: std::ops::Add<Output = T> + Copy>(v: impl Iterator<Item = T>) -> Option<T> {
+            v.reduce(|a, b| a + b)
+        }
+        fn max(v: impl Iterator<Item = f64>) -> Option<f64> {
+            v.filter(|x| x.is_finite()).reduce(f64::max)
+        }
+        Self {
+            error_spans: spans.iter().filter(|s| s.status == "error").count(),
+            llm_calls: spans.iter().filter(|s| s.operation.is_some()).count(),
+            input_tokens: sum(spans.iter().filter_map(|s| s.input_tokens)),
+            output_tokens: sum(spans.iter().filter_map(|s| s.output_tokens)),
+            cost: sum(spans.iter().filter_map(|s| s.cost)),
+            max_hallucination_index: max(spans.iter().filter_map(|s| s.hallucination_index)),
+            max_entropy_mean: max(spans.iter().filter_map(|s| s.entropy_mean)),
+        }
+    }
 }
 
 /// Result of a trace search.
@@ -193,6 +241,7 @@ pub const HIT_COLUMNS: &[&str] = &[
     col::GEN_AI_OPERATION,
     col::GEN_AI_INPUT_TOKENS,
     col::GEN_AI_OUTPUT_TOKENS,
+    col::GEN_AI_COST,
     col::ENTROPY_MEAN,
     col::ENTROPY_MAX,
     col::HALLUCINATION_INDEX,
@@ -261,6 +310,7 @@ pub(crate) fn hits(b: &RecordBatch, mask: &[bool], out: &mut Vec<SpanHit>) -> Re
     let op = column::<StringArray>(b, col::GEN_AI_OPERATION)?;
     let tin = column::<Int64Array>(b, col::GEN_AI_INPUT_TOKENS)?;
     let tout = column::<Int64Array>(b, col::GEN_AI_OUTPUT_TOKENS)?;
+    let cost = column::<Float64Array>(b, col::GEN_AI_COST)?;
     let emean = column::<Float64Array>(b, col::ENTROPY_MEAN)?;
     let emax = column::<Float64Array>(b, col::ENTROPY_MAX)?;
     let hall = column::<Float64Array>(b, col::HALLUCINATION_INDEX)?;
@@ -292,6 +342,7 @@ pub(crate) fn hits(b: &RecordBatch, mask: &[bool], out: &mut Vec<SpanHit>) -> Re
             operation: opt_str(op, i),
             input_tokens: opt_i64(tin, i),
             output_tokens: opt_i64(tout, i),
+            cost: opt_f64(cost, i),
             entropy_mean: opt_f64(emean, i),
             entropy_max: opt_f64(emax, i),
             hallucination_index: opt_f64(hall, i),
@@ -454,6 +505,7 @@ pub fn search_traces(store: &Store, tenant: &TenantId, q: &SpanQuery) -> Result<
             duration_nano: sum.duration_nano,
             span_count: sum.span_count,
             matched: matched.len(),
+            totals: TraceTotals::of(&all),
             spans: matched.into_iter().take(q.spans_per_trace).collect(),
         });
     }
@@ -463,4 +515,60 @@ pub fn search_traces(store: &Store, tenant: &TenantId, q: &SpanQuery) -> Result<
         total_spans,
         stats,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(n: u8, status: &'static str, llm: Option<(i64, i64, f64, f64)>) -> SpanHit {
+        SpanHit {
+            trace_id: TraceId([1; 16]),
+            span_id: SpanId([n; 8]),
+            parent_span_id: None,
+            service_name: "s".into(),
+            name: "op".into(),
+            kind: "internal",
+            start_unix_nano: i64::from(n),
+            duration_nano: 1,
+            status,
+            model: llm.map(|_| "m".into()),
+            provider: None,
+            operation: llm.map(|_| "chat".into()),
+            input_tokens: llm.map(|l| l.0),
+            output_tokens: llm.map(|l| l.1),
+            cost: llm.map(|l| l.2),
+            entropy_mean: llm.map(|l| l.3),
+            entropy_max: None,
+            hallucination_index: llm.map(|l| l.3 / 10.0),
+        }
+    }
+
+    #[test]
+    fn totals_add_up_every_span_of_the_trace() {
+        let spans = [
+            hit(1, "ok", None),
+            hit(2, "error", Some((100, 20, 0.5, 1.5))),
+            hit(3, "unset", Some((10, 2, 0.25, 0.5))),
+            hit(4, "error", None),
+        ];
+        let t = TraceTotals::of(&spans);
+        assert_eq!(
+            t,
+            TraceTotals {
+                error_spans: 2,
+                llm_calls: 2,
+                input_tokens: Some(110),
+                output_tokens: Some(22),
+                cost: Some(0.75),
+                max_hallucination_index: Some(0.15),
+                max_entropy_mean: Some(1.5),
+            }
+        );
+        let none = TraceTotals::of(&spans[..1]);
+        assert_eq!(
+            (none.input_tokens, none.cost, none.max_hallucination_index),
+            (None, None, None)
+        );
+    }
 }
