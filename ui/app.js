@@ -53,10 +53,7 @@ async function bootstrap() {
   try {
     info = await apiGet('api/v1/tenants', null, { quiet401: true });
   } catch (e) {
-    if (e.status === 404) {
-      // A server without the endpoint (older than the UI): auth off, one tenant.
-      info = { auth: false, tenants: ['default'] };
-    } else if (e.status === 401) {
+    if (e.status === 401) {
       const hadToken = !!getToken();
       setToken(null);
       showAuthPrompt(hadToken ? e : null);

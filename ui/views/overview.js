@@ -127,14 +127,7 @@ export function mount(root, route) {
     const head = h('div', { class: 'tile-head' }, h('h2', {}, 'Stored'), tenantLine(route.params.get('tenant') || tenantsInfo().tenants[0] || 'default'));
     const el = h('section', { class: 'tile card tile-stored', 'data-testid': 'tile-stored' }, head, body);
     guarded({ body }, 'Reading what is stored', async () => {
-      let data;
-      try {
-        data = await apiData('api/v1/overview', null, { signal });
-      } catch (e) {
-        if (e.status !== 404) throw e;
-        setChildren(body, emptyBox('This server does not say what it stores (no api/v1/overview: an older version).', 'tile-stored-empty'));
-        return;
-      }
+      const data = await apiData('api/v1/overview', null, { signal });
       if (signal.aborted) return;
       const signals = Array.isArray(data && data.signals) ? data.signals : [];
       head.replaceChild(tenantLine(String((data && data.tenant) || 'default')), head.lastChild);

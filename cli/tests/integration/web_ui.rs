@@ -49,6 +49,17 @@ fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Value {
     serde_json::from_slice(&r.body).unwrap()
 }
 
+/// Exports an OTLP/JSON trace request (with a bearer token when given); it must be accepted.
+fn export(addr: SocketAddr, token: Option<&str>, body: &[u8]) {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(a) = &auth {
+        headers.push(("authorization", a.as_str()));
+    }
+    let r = http(addr, "POST", "/v1/traces", &headers, body).unwrap();
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+}
+
 /// Nesting depth of every span (roots, and spans whose parent is absent, at 0).
 fn depths(spans: &[Value]) -> HashMap<String, u64> {
     let parent: HashMap<String, String> = spans
@@ -322,15 +333,7 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
     let trace_id = "0000000000000000000000000000e1ff";
     let span_id = "00000000000000a2";
     for body in [retriever_span(trace_id), chat_span(trace_id)] {
-        let r = http(
-            addr,
-            "POST",
-            "/v1/traces",
-            &[("content-type", "application/json")],
-            &body,
-        )
-        .unwrap();
-        assert_eq!(r.status, 200);
+        export(addr, None, &body);
     }
     let t0 = Instant::now();
     while !get(addr, &format!("/api/v1/traces/{trace_id}"), &[])["data"]["spans"]
@@ -445,19 +448,11 @@ fn auth_prompt_refuses_a_wrong_token_and_shows_only_the_tokens_tenant() {
         "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
     );
     for (token, service, trace) in [("tok-a", "svc-a", trace_a), ("tok-b", "svc-b", trace_b)] {
-        let auth = format!("Bearer {token}");
-        let r = http(
+        export(
             server.http,
-            "POST",
-            "/v1/traces",
-            &[
-                ("content-type", "application/json"),
-                ("authorization", &auth),
-            ],
+            Some(token),
             spans_of(service, trace).to_string().as_bytes(),
-        )
-        .unwrap();
-        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        );
     }
     // The API itself: the tenants a token may see.
     let t = get(
@@ -539,15 +534,7 @@ fn answers_are_compressed_for_clients_that_accept_gzip() {
     let server = ServerProcess::start(&tmp.path().join("data"), &[], tmp.path().join("s.log"));
     let trace = "cccccccccccccccccccccccccccccccc";
     let sent = spans_of("svc-c", trace);
-    let r = http(
-        server.http,
-        "POST",
-        "/v1/traces",
-        &[("content-type", "application/json")],
-        sent.to_string().as_bytes(),
-    )
-    .unwrap();
-    assert_eq!(r.status, 200);
+    export(server.http, None, sent.to_string().as_bytes());
     // What the overview counts: the two spans, their time range, nothing else.
     let o = get(server.http, "/api/v1/overview", &[]);
     let spans = &o["data"]["signals"][0];
@@ -632,15 +619,7 @@ fn a_ten_thousand_span_trace_renders_in_under_a_second() {
             "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "big"}}]},
             "scopeSpans": [{"spans": spans}]
         }]});
-        let r = http(
-            server.http,
-            "POST",
-            "/v1/traces",
-            &[("content-type", "application/json")],
-            body.to_string().as_bytes(),
-        )
-        .unwrap();
-        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        export(server.http, None, body.to_string().as_bytes());
     }
     let b = Browser::start(&chromium, &driver, &shots());
     let started = Instant::now();
