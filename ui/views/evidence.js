@@ -2,14 +2,16 @@
 // context passage, with its coverage and the retriever's score) or unsupported, in the span
 // details of the trace view.
 //
-// Where it comes from (docs/llm-instrumentation.md, docs/quality.md):
-// * the answer's evaluation span: a child named `sightline.evaluation` (its attribute
-//   `sightline.evaluation.target_span_id` names the answer) holding the per-sentence evidence
-//   as JSON in `sightline.evaluation.evidence` (character offsets into the answer, in Unicode
-//   code points), written when the trace's retriever spans and the answer are assembled;
-// * a span that carries its own documents (`gen_ai.retrieval.documents`) is scored at ingest
-//   and has no evaluation span; its sentences are computed here on demand with
-//   `POST api/v1/detect/hallucination` from its own answer and documents (same scorer).
+// Where it comes from (docs/llm-instrumentation.md, docs/quality.md): the stored evidence, the
+// `sightline.evaluation.*` attributes (per sentence as JSON in `sightline.evaluation.evidence`:
+// character offsets into the answer in Unicode code points, the sentence's text, the best
+// passage with its text), found
+// * on the answer span itself when it carried its own documents (scored at ingest), or
+// * on the answer's evaluation span: a child named `sightline.evaluation` (its attribute
+//   `sightline.evaluation.target_span_id` names the answer), written when the trace's
+//   retriever spans and the answer are assembled.
+// A span with its own documents but no stored evidence (written before evidence was kept) is
+// scored here on demand with `POST api/v1/detect/hallucination` (same scorer).
 
 import { apiPost, isAbort } from '../api.js';
 import { escapeHtml, formatNumber } from '../format.js';
@@ -130,6 +132,9 @@ export function spanDocuments(span) {
  * is the answer's span (`span` itself, or the span an evaluation span scores), or null.
  */
 export function findEvaluation(span, spans) {
+  if (span.name !== EVALUATION_SPAN && (span.attributes || {})[`${PREFIX}evidence`] !== undefined) {
+    return { evaluation: span, target: span };
+  }
   if (span.name === EVALUATION_SPAN) {
     const tid = (span.attributes || {})[`${PREFIX}target_span_id`] || span.parent_span_id;
     const target = spans.find((s) => s.span_id === tid);
@@ -147,10 +152,13 @@ export function evidenceOf(evaluation) {
   if (!Array.isArray(list)) return null;
   return list.map((s) => ({
     start: Number(s.start_char), end: Number(s.end_char), supported: s.supported === true,
+    text: typeof s.text === 'string' && s.text ? s.text : null,
+    missing: Array.isArray(s.missing) ? s.missing.filter((m) => typeof m === 'string') : [],
     best: s.best && typeof s.best === 'object' ? {
       document_id: String(s.best.document_id ?? ''), kind: s.best.kind || null,
       start: Number(s.best.start_char), end: Number(s.best.end_char),
       coverage: s.best.coverage, score: s.best.score ?? null,
+      text: typeof s.best.text === 'string' && s.best.text ? s.best.text : null,
     } : null,
   }));
 }
@@ -163,25 +171,38 @@ export function groundingOf(result, docs) {
     const doc = s.best ? docs.find((d) => d.id === String(s.best.document_id)) : null;
     return {
       start: Number(s.span && s.span.start_char), end: Number(s.span && s.span.end_char),
-      supported: s.supported === true,
+      supported: s.supported === true, text: null,
+      missing: Array.isArray(s.unsupported_units) ? s.unsupported_units.slice(0, 8) : [],
       best: s.best ? {
         document_id: String(s.best.document_id ?? ''), kind: 'document',
         start: Number(s.best.span && s.best.span.start_char), end: Number(s.best.span && s.best.span.end_char),
-        coverage: s.best.coverage, score: doc ? doc.score : null,
+        coverage: s.best.coverage, score: doc ? doc.score : null, text: null,
       } : null,
     };
   });
 }
 
-function sentenceTitle(s, docText) {
-  if (!s.supported) return 'Unsupported: no passage of the context supports this sentence.';
+/** The passage that best matches sentence `s`: stored with the evidence, else cut from the
+ * document's text when the trace holds it; null when neither. */
+function passageOf(s, docTexts) {
+  const b = s.best;
+  if (!b) return null;
+  if (b.text) return b.text;
+  const docText = docTexts.get(b.document_id);
+  if (!docText || !Number.isFinite(b.start) || !Number.isFinite(b.end)) return null;
+  const passage = Array.from(docText).slice(b.start, b.end).join('');
+  return passage || null;
+}
+
+function sentenceTitle(s, passage) {
+  if (!s.supported) {
+    return 'Unsupported: no passage of the context supports this sentence.' +
+      (s.missing.length ? `\nnot in any passage: ${s.missing.join(', ')}` : '');
+  }
   const b = s.best;
   const lines = [`Supported by ${b.kind && b.kind !== 'document' ? `${b.kind} ` : 'document '}${b.document_id}`,
     `coverage ${formatNumber(b.coverage, 2)}${b.score !== null && b.score !== undefined ? ` · retriever score ${formatNumber(b.score, 3)}` : ''}`];
-  if (docText && Number.isFinite(b.start) && Number.isFinite(b.end)) {
-    const passage = Array.from(docText).slice(b.start, b.end).join('');
-    if (passage) lines.push(`passage: “${passage.length > 400 ? `${passage.slice(0, 400)}…` : passage}”`);
-  }
+  if (passage) lines.push(`passage: “${passage.length > 400 ? `${passage.slice(0, 400)}…` : passage}”`);
   return lines.join('\n');
 }
 
@@ -200,12 +221,12 @@ export function sentencesHtml(answer, sentences, docTexts = new Map()) {
   sentences.forEach((s, i) => {
     if (fits && s.start > at) out.push(escapeHtml(chars.slice(at, s.start).join('')));
     const text = fits ? chars.slice(s.start, s.end).join('')
-      : `sentence ${i + 1} (characters ${s.start}–${s.end})`;
+      : s.text || `sentence ${i + 1} (characters ${s.start}–${s.end})`;
     const doc = s.supported && s.best ? s.best.document_id : '';
     out.push(`<span class="sent ${s.supported ? 'sup' : 'unsup'}${fits ? '' : ' no-text'}" data-testid="sentence"`,
       ` data-supported="${s.supported}" data-index="${i}"`,
       doc ? ` data-document="${escapeHtml(doc)}"` : '',
-      ` title="${escapeHtml(sentenceTitle(s, docTexts.get(doc)))}">${escapeHtml(text)}</span>`,
+      ` title="${escapeHtml(sentenceTitle(s, passageOf(s, docTexts)))}">${escapeHtml(text)}</span>`,
       s.supported && s.best
         ? `<span class="ev-ref" data-testid="sentence-source">${escapeHtml(doc)}${
           s.best.score !== null && s.best.score !== undefined ? ` · ${escapeHtml(formatNumber(s.best.score, 2))}` : ''}</span>`
@@ -214,10 +235,42 @@ export function sentencesHtml(answer, sentences, docTexts = new Map()) {
     if (fits) at = Math.max(at, s.end);
   });
   if (fits && at < chars.length) out.push(escapeHtml(chars.slice(at).join('')));
-  const note = fits ? '' : '<div class="muted ev-note" data-testid="evidence-no-text">The answer text on ' +
-    'this span does not match the evaluation (it may have come in a log record): sentences are named ' +
-    'by their character offsets.</div>';
+  const note = fits || sentences.every((s) => s.text) ? '' : '<div class="muted ev-note" data-testid="evidence-no-text">' +
+    'The answer text on this span does not match the evaluation (it may have come in a log record): ' +
+    'sentences without stored text are named by their character offsets.</div>';
   return `${note}<div class="ev-answer${fits ? '' : ' ev-offsets'}">${out.join('')}</div>`;
+}
+
+/**
+ * One item per sentence (`data-testid="sentence-support"`): the sentence (`.ev-s-text`), and
+ * the retrieved chunk that supports it quoted (`data-testid="support-passage"`), or for an
+ * unsupported one the words and numbers no passage has.
+ */
+function supportHtml(answer, sentences, docTexts) {
+  if (!sentences.length) return '';
+  const chars = Array.from(answer || '');
+  const items = sentences.map((s, i) => {
+    const own = Number.isFinite(s.start) && Number.isFinite(s.end) && s.start >= 0 && s.end <= chars.length
+      ? chars.slice(s.start, s.end).join('') : '';
+    const text = (s.text || own || `characters ${s.start}–${s.end}`).trim();
+    const head = `<div class="ev-s-text">${escapeHtml(text)}</div>`;
+    if (!s.supported || !s.best) {
+      const missing = s.missing.length
+        ? `; not in any passage: <span class="mono">${escapeHtml(s.missing.join(', '))}</span>` : '';
+      return `<li data-testid="sentence-support" data-index="${i}" data-supported="false">${head}` +
+        `<div class="ev-s-src"><span class="ev-bad">unsupported</span>: no passage of the context supports it${missing}</div></li>`;
+    }
+    const b = s.best;
+    const passage = passageOf(s, docTexts);
+    const facts = [b.kind && b.kind !== 'document' ? b.kind.replace('_', ' ') : null,
+      `coverage ${formatNumber(b.coverage, 2)}`,
+      b.score !== null && b.score !== undefined ? `retriever score ${formatNumber(b.score, 3)}` : null].filter(Boolean);
+    return `<li data-testid="sentence-support" data-index="${i}" data-supported="true" data-document="${escapeHtml(b.document_id)}">` +
+      `${head}<div class="ev-s-src">supported by <span class="mono">${escapeHtml(b.document_id)}</span> ` +
+      `<span class="muted">${escapeHtml(facts.join(' · '))}</span></div>` +
+      `<blockquote class="ev-passage" data-testid="support-passage">${passage ? escapeHtml(passage) : '<span class="muted">passage text not stored</span>'}</blockquote></li>`;
+  });
+  return `<ol class="ev-support" data-testid="sentence-supports">${items.join('')}</ol>`;
 }
 
 function documentsHtml(rows) {
@@ -247,8 +300,9 @@ function blockHtml({ answer, sentences, docTexts, docs, index, label, explanatio
     `<div class="ev-legend"><span class="sent sup">supported</span> by the document named beside it ` +
     '<span class="sent unsup">unsupported</span> by every passage of the context · hover a sentence for its passage</div>' +
     sentencesHtml(answer, sentences, docTexts) +
+    supportHtml(answer, sentences, docTexts) +
     documentsHtml(docs.map((d) => ({ ...d, count: counts.get(d.id) || 0 }))) +
-    (source === 'computed' ? '<div class="muted ev-note">Scored at ingest (the span carries its own documents); sentences recomputed now with <code>POST api/v1/detect/hallucination</code> from its answer and documents.</div>' : '') +
+    (source === 'computed' ? '<div class="muted ev-note">This span was stored without its evidence; sentences recomputed now with <code>POST api/v1/detect/hallucination</code> from its answer and documents.</div>' : '') +
     '</div>';
 }
 

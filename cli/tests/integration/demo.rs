@@ -197,6 +197,56 @@ fn demo_finds_the_injected_incidents_and_the_quality_kpi_edge() {
         during > before + 0.1,
         "hallucination index {before} -> {during}"
     );
+    // The answers' evidence is stored with them: during the rollout more of gpt-4o's answers
+    // have a sentence no document supports, and each such sentence comes with its text.
+    let unsupported_share = |from_ms: i64, to_ms: i64| {
+        let (st, v) = get(
+            http_addr,
+            &format!(
+                "/api/v1/quality/provenance/groups?by=model&start={}&end={}",
+                from_ms / 1000,
+                to_ms / 1000
+            ),
+        );
+        assert_eq!(st, 200, "{v}");
+        let g = v["groups"].as_array().unwrap();
+        let g = g.iter().find(|g| g["group"] == "gpt-4o").unwrap();
+        assert!(g["answers"].as_u64().unwrap() > 10, "{g}");
+        g["unsupported_share"].as_f64().unwrap()
+    };
+    let (before, during) = (unsupported_share(rs - hour, rs), unsupported_share(rs, re));
+    assert!(
+        during > before + 0.1,
+        "answers with unsupported sentences {before} -> {during}"
+    );
+    let (st, v) = get(
+        http_addr,
+        &format!(
+            "/api/v1/quality/provenance?model=gpt-4o&unsupported=true&limit=20&start={}&end={}",
+            rs / 1000,
+            re / 1000
+        ),
+    );
+    assert_eq!(st, 200, "{v}");
+    let answers = v["answers"].as_array().unwrap();
+    assert!(!answers.is_empty(), "{v}");
+    for a in answers {
+        let sentences = a["sentences"].as_array().unwrap();
+        let bad: Vec<&Value> = sentences
+            .iter()
+            .filter(|s| s["supported"] == false)
+            .collect();
+        assert!(!bad.is_empty(), "{a}");
+        assert!(
+            bad.iter().all(|s| !s["text"].as_str().unwrap().is_empty()),
+            "{a}"
+        );
+        // A supported sentence names its document and quotes the passage.
+        for s in sentences.iter().filter(|s| s["supported"] == true) {
+            assert!(s["best"]["document_id"].is_string(), "{s}");
+            assert!(!s["best"]["text"].as_str().unwrap().is_empty(), "{s}");
+        }
+    }
     let (ks, ke) = window("kv-cache-degradation");
     let before = mean(
         http_addr,

@@ -382,6 +382,56 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
     );
     b.screenshot("evidence");
 
+    // Evidence stored at ingest: a demo answer that carries its own documents shows the
+    // sentences the provenance API lists (stored, not recomputed), each supported one with
+    // the chunk that supports it quoted.
+    let p = get(
+        addr,
+        &format!("/api/v1/quality/provenance?unsupported=true&limit=1&start={start}&end={end}"),
+        &[],
+    );
+    let a = &p["answers"][0];
+    let want = a["sentences"].as_array().unwrap();
+    b.open(&format!(
+        "{base}#/trace/{}?span={}",
+        a["trace_id"].as_str().unwrap(),
+        a["span_id"].as_str().unwrap()
+    ));
+    let shown = b.wait_for(
+        "the stored evidence",
+        "const e = document.querySelector('[data-testid=sentences]');
+         const rows = [...document.querySelectorAll('[data-testid=sentence-support]')];
+         return e && rows.length ? [e.dataset.source, rows.map(r => [r.dataset.supported,
+           r.dataset.document || null, r.querySelector('.ev-s-text').innerText,
+           (r.querySelector('[data-testid=support-passage]') || {}).innerText || null])] : null",
+    );
+    assert_eq!(shown[0], "evaluation", "stored evidence, not recomputed");
+    let rows = shown[1].as_array().unwrap();
+    assert_eq!(rows.len(), want.len(), "{rows:?} vs {want:?}");
+    for (row, w) in rows.iter().zip(want) {
+        assert_eq!(row[0], json!(w["supported"].as_bool().unwrap().to_string()));
+        assert_eq!(row[2].as_str().unwrap(), w["text"].as_str().unwrap().trim());
+        if w["supported"] == true {
+            assert_eq!(row[1], w["best"]["document_id"]);
+            let passage = w["best"]["text"].as_str().unwrap();
+            assert!(
+                row[3].as_str().unwrap().contains(passage.trim()),
+                "{row} quotes {passage}"
+            );
+        } else {
+            assert_eq!(
+                row[1],
+                Value::Null,
+                "an unsupported sentence names a document"
+            );
+        }
+    }
+    assert!(rows.iter().any(|r| r[0] == "false"));
+    b.eval(
+        "document.querySelector('[data-testid=sentence-supports]').scrollIntoView({block: 'center'}); return true",
+    );
+    b.screenshot("evidence-stored");
+
     // Logs: the lines the API finds, each linked to its trace, and the histogram.
     let logs = get(
         addr,

@@ -19,53 +19,17 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use sightline_detect::hallucination::RetrievedDocument;
-use sightline_storage::{AttrValue, Attributes, LogRecord, SpanEvent, SpanId, SpanRecord};
+use sightline_storage::{LogRecord, SpanEvent, SpanId, SpanRecord};
 
 use super::evaluate::EVALUATION_SPAN;
-use crate::otlp::genai::content::{find, has_documents, scored_documents};
+use crate::otlp::genai::content::{has_documents, scored_documents};
+use crate::otlp::genai::evidence::route_of;
+pub use crate::otlp::genai::evidence::{ContextItem, ContextKind};
 use crate::otlp::genai::log_events::log_event;
-use crate::otlp::genai::prompt::{self, prompt_context, tool_span_result};
+use crate::otlp::genai::prompt::{self, prompt_context, template_name, tool_span_result};
 
 /// Id of the context item holding `L`'s system instructions.
 pub const SYSTEM_INSTRUCTIONS_ID: &str = "system_instructions";
-/// Most characters of a prompt template's text used as its name.
-const TEMPLATE_NAME_CHARS: usize = 120;
-
-/// What kind of context a passage came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ContextKind {
-    /// A retrieved document (chunk).
-    Document,
-    /// A tool's result.
-    ToolResult,
-    /// The LLM span's system instructions.
-    SystemInstructions,
-}
-
-impl ContextKind {
-    /// The name used in the evidence (`document`, `tool_result`, `system_instructions`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ContextKind::Document => "document",
-            ContextKind::ToolResult => "tool_result",
-            ContextKind::SystemInstructions => "system_instructions",
-        }
-    }
-}
-
-/// One passage of an answer's context.
-#[derive(Clone, Debug)]
-pub struct ContextItem {
-    /// The passage (document id: the retriever's id, `tool:<name or call id>`, or
-    /// [`SYSTEM_INSTRUCTIONS_ID`]).
-    pub doc: RetrievedDocument,
-    /// What it is.
-    pub kind: ContextKind,
-    /// The span it came from.
-    pub source: SpanId,
-    /// The retriever's score (documents only, when given).
-    pub score: Option<f64>,
-}
 
 /// One trace as the assembler reads it: its spans and, per span, the GenAI events of the log
 /// records correlated to it.
@@ -233,14 +197,7 @@ impl<'a> TraceContent<'a> {
     pub fn route(&self, target: &SpanRecord) -> Option<String> {
         std::iter::once(target)
             .chain(self.ancestors(target))
-            .find_map(|s| {
-                ["app.route", "http.route"]
-                    .into_iter()
-                    .find_map(|k| match find(&s.attributes, k) {
-                        Some(AttrValue::Str(r)) if !r.is_empty() => Some(r.clone()),
-                        _ => None,
-                    })
-            })
+            .find_map(|s| route_of(&s.attributes))
     }
 
     /// The prompt template `target` was made from: from `target`, its ancestors, then the
@@ -253,31 +210,6 @@ impl<'a> TraceContent<'a> {
             .chain(earlier)
             .find_map(|s| template_name(&s.attributes))
     }
-}
-
-/// A prompt template's name: OpenInference `llm.prompt_template.template` (its text on one
-/// line, whitespace runs as one space, cut to 120 characters) or Traceloop's `traceloop.prompt.key`, with `@<version>` when
-/// `llm.prompt_template.version` / `traceloop.prompt.version` is set.
-pub fn template_name(attrs: &Attributes) -> Option<String> {
-    let str_at = |k: &str| match find(attrs, k) {
-        Some(AttrValue::Str(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
-        Some(v @ (AttrValue::Int(_) | AttrValue::Double(_))) => Some(v.render()),
-        _ => None,
-    };
-    let (name, version) = match str_at("traceloop.prompt.key") {
-        Some(key) => (key, str_at("traceloop.prompt.version")),
-        None => {
-            let text = str_at("llm.prompt_template.template")?;
-            // One line: runs of whitespace become one space.
-            let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            let cut: String = flat.chars().take(TEMPLATE_NAME_CHARS).collect();
-            (cut, str_at("llm.prompt_template.version"))
-        }
-    };
-    Some(match version {
-        Some(v) => format!("{name}@{v}"),
-        None => name,
-    })
 }
 
 /// Whether a span is a piece of context the assembler waits for: retrieved documents, a tool
@@ -293,7 +225,7 @@ pub fn has_context(s: &SpanRecord, events: &[SpanEvent]) -> bool {
 mod tests {
     use super::*;
     use crate::assembly::test_spans::{s, span};
-    use sightline_storage::{TraceId, UnixNanos};
+    use sightline_storage::{AttrValue, TraceId, UnixNanos};
 
     #[test]
     fn documents_then_tools_then_system_instructions() {

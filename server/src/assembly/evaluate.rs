@@ -10,47 +10,26 @@
 //! a span id derived from `L`'s (so a trace evaluated twice writes the same id), `L`'s service,
 //! resource, GenAI dimensions (operation, provider, models, conversation; no token usage, so
 //! sums over spans do not count a call twice) and small attributes (`app.route`, ...), the
-//! hallucination index in its typed column, and the evidence as attributes:
-//!
-//! | attribute | value |
-//! |---|---|
-//! | `sightline.evaluation.name` | `hallucination_index` |
-//! | `sightline.evaluation.target_span_id` | `L`'s span id (hex) |
-//! | `sightline.evaluation.label` | `low`, `medium` or `high` |
-//! | `sightline.evaluation.explanation` | the index's explanation |
-//! | `sightline.evaluation.documents` | ids of the retrieved documents in the context, in order |
-//! | `sightline.evaluation.context` | ids of every context passage: documents, `tool:<name>`, `system_instructions` |
-//! | `sightline.evaluation.source_span_ids` | the spans they came from (hex) |
-//! | `sightline.evaluation.supporting_documents` | ids of the retrieved documents that support a sentence |
-//! | `sightline.evaluation.supporting_context` | ids of every context passage that supports a sentence |
-//! | `sightline.evaluation.unsupported_sentences` | sentences no passage supports |
-//! | `sightline.evaluation.retrievals` | JSON: per retriever span, `span_id` and its `documents` (`id`, `score` or null, `used`: it supports a sentence) |
-//! | `sightline.evaluation.route` | `app.route` / `http.route` of `L` or its nearest ancestor |
-//! | `sightline.evaluation.prompt_template` | the prompt template's name ([`super::context::template_name`]) |
-//! | `sightline.evaluation.evidence` | JSON: per answer sentence, its character span, `supported`, and the best passage (`document_id`, `kind`, its character span, `coverage`, the retriever's `score`) |
+//! hallucination index in its typed column, and the evidence attributes of
+//! [`crate::otlp::genai::evidence`].
 
 use std::collections::HashSet;
 
-use serde_json::json;
 use sightline_detect::entropy::{UncertaintyOptions, response_uncertainty};
 use sightline_detect::hallucination::{
-    HallucinationOptions, RetrievedDocument, RiskLabel, check_work, hallucination_index_parts,
+    HallucinationOptions, RetrievedDocument, check_work, hallucination_index_parts,
 };
 use sightline_detect::logprobs::parse_logprobs;
-use sightline_storage::{AttrValue, LogRecord, SpanId, SpanKind, SpanRecord};
+use sightline_storage::{LogRecord, SpanId, SpanKind, SpanRecord};
 
-use super::context::{ContextItem, ContextKind, TraceContent};
+use super::context::TraceContent;
 use crate::otlp::genai::content::{has_documents, is_content_key};
+use crate::otlp::genai::evidence::{ContextItem, Dimensions, evidence_attributes};
+pub use crate::otlp::genai::evidence::{PROMPT_TEMPLATE_KEY, ROUTE_KEY, TARGET_KEY};
 use crate::otlp::genai::{answer_text, logprobs_text};
 
 /// Name of the spans the assembler writes.
 pub const EVALUATION_SPAN: &str = "sightline.evaluation";
-/// Attribute of an evaluation span naming the span it scores.
-pub const TARGET_KEY: &str = "sightline.evaluation.target_span_id";
-/// Attribute of an evaluation span naming the route of the answer.
-pub const ROUTE_KEY: &str = "sightline.evaluation.route";
-/// Attribute of an evaluation span naming the prompt template of the answer.
-pub const PROMPT_TEMPLATE_KEY: &str = "sightline.evaluation.prompt_template";
 /// Attributes of the scored span copied to its evaluation only when their rendered value is
 /// at most this long (content attributes are never copied).
 const MAX_COPIED_ATTRIBUTE: usize = 256;
@@ -97,23 +76,6 @@ pub fn evaluate_trace(spans: &[SpanRecord], logs: &[LogRecord]) -> Vec<SpanRecor
         }
     }
     out
-}
-
-/// What an evaluation is grouped by, read from the trace.
-struct Dimensions {
-    route: Option<String>,
-    prompt_template: Option<String>,
-}
-
-fn strs(v: Vec<String>) -> AttrValue {
-    AttrValue::Array(v.into_iter().map(AttrValue::Str).collect())
-}
-
-/// Pushes `v` unless present.
-fn push_unique(out: &mut Vec<String>, v: &str) {
-    if !out.iter().any(|x| x == v) {
-        out.push(v.to_owned());
-    }
 }
 
 fn evaluate(
@@ -166,121 +128,13 @@ fn evaluate(
         })
         .cloned()
         .collect();
-    let item_of = |id: &str| ctx.iter().find(|c| c.doc.id == id);
-    let mut supporting: Vec<String> = Vec::new();
-    let mut supporting_context: Vec<String> = Vec::new();
-    let mut unsupported = 0i64;
-    let evidence: Vec<serde_json::Value> = report
-        .grounding
-        .sentences
-        .iter()
-        .map(|s| {
-            if !s.supported && s.weight > 0.0 {
-                unsupported += 1;
-            }
-            let item = s.best.as_ref().and_then(|b| item_of(&b.document_id));
-            if s.supported
-                && let Some(b) = &s.best
-            {
-                push_unique(&mut supporting_context, &b.document_id);
-                if item.is_some_and(|c| c.kind == ContextKind::Document) {
-                    push_unique(&mut supporting, &b.document_id);
-                }
-            }
-            json!({
-                "sentence_index": s.sentence_index,
-                "start_char": s.span.start_char,
-                "end_char": s.span.end_char,
-                "supported": s.supported,
-                "best": s.best.as_ref().map(|b| json!({
-                    "document_id": b.document_id,
-                    "kind": item.map(|c| c.kind.as_str()),
-                    "start_char": b.span.start_char,
-                    "end_char": b.span.end_char,
-                    "coverage": b.coverage,
-                    "score": item.and_then(|c| c.score),
-                })),
-            })
-        })
-        .collect();
-    let mut source_ids: Vec<String> = Vec::new();
-    for c in &ctx {
-        push_unique(&mut source_ids, &c.source.to_hex());
-    }
-    // Per retriever span: its documents, their scores, whether each supports a sentence.
-    let mut retrievals: Vec<(SpanId, Vec<serde_json::Value>)> = Vec::new();
-    for c in ctx.iter().filter(|c| c.kind == ContextKind::Document) {
-        let doc = json!({
-            "id": c.doc.id,
-            "score": c.score,
-            "used": supporting.contains(&c.doc.id),
-        });
-        match retrievals.iter_mut().find(|(s, _)| *s == c.source) {
-            Some((_, d)) => d.push(doc),
-            None => retrievals.push((c.source, vec![doc])),
-        }
-    }
-    let retrievals: Vec<serde_json::Value> = retrievals
-        .into_iter()
-        .map(|(s, d)| json!({"span_id": s.to_hex(), "documents": d}))
-        .collect();
-    let ids_of = |kind: Option<ContextKind>| {
-        ctx.iter()
-            .filter(|c| kind.is_none_or(|k| c.kind == k))
-            .map(|c| c.doc.id.clone())
-            .collect::<Vec<_>>()
-    };
-    let label = match report.evaluation.score_label {
-        RiskLabel::Low => "low",
-        RiskLabel::Medium => "medium",
-        RiskLabel::High => "high",
-    };
-    let mut ev = vec![
-        (
-            "sightline.evaluation.name",
-            AttrValue::Str("hallucination_index".into()),
-        ),
-        (TARGET_KEY, AttrValue::Str(target.span_id.to_hex())),
-        ("sightline.evaluation.label", AttrValue::Str(label.into())),
-        (
-            "sightline.evaluation.explanation",
-            AttrValue::Str(report.evaluation.explanation.clone()),
-        ),
-        (
-            "sightline.evaluation.documents",
-            strs(ids_of(Some(ContextKind::Document))),
-        ),
-        ("sightline.evaluation.context", strs(ids_of(None))),
-        ("sightline.evaluation.source_span_ids", strs(source_ids)),
-        (
-            "sightline.evaluation.supporting_documents",
-            strs(supporting),
-        ),
-        (
-            "sightline.evaluation.supporting_context",
-            strs(supporting_context),
-        ),
-        (
-            "sightline.evaluation.unsupported_sentences",
-            AttrValue::Int(unsupported),
-        ),
-        (
-            "sightline.evaluation.retrievals",
-            AttrValue::Str(serde_json::Value::Array(retrievals).to_string()),
-        ),
-        (
-            "sightline.evaluation.evidence",
-            AttrValue::Str(serde_json::Value::Array(evidence).to_string()),
-        ),
-    ];
-    if let Some(r) = dims.route {
-        ev.push((ROUTE_KEY, AttrValue::Str(r)));
-    }
-    if let Some(t) = dims.prompt_template {
-        ev.push((PROMPT_TEMPLATE_KEY, AttrValue::Str(t)));
-    }
-    e.attributes
-        .extend(ev.into_iter().map(|(k, v)| (k.to_owned(), v)));
+    e.attributes.extend(evidence_attributes(
+        target.span_id,
+        answer,
+        &report,
+        &ctx,
+        dims,
+    ));
     Some(e)
 }
 
@@ -289,6 +143,7 @@ fn evaluate(
 mod tests {
     use super::*;
     use crate::assembly::test_spans::{s, span};
+    use sightline_storage::AttrValue;
 
     fn retriever(id: u8, parent: Option<u8>, start: i64) -> SpanRecord {
         span(

@@ -32,16 +32,18 @@
 use sightline_detect::entropy::{UncertaintyOptions, response_uncertainty};
 use sightline_detect::hallucination::{HallucinationOptions, hallucination_index_parts};
 use sightline_detect::logprobs::parse_logprobs;
-use sightline_storage::{AttrValue, Attributes, GenAiFields, QualityFields, SpanEvent};
+use sightline_storage::{AttrValue, Attributes, GenAiFields, QualityFields, SpanEvent, SpanId};
 
 pub mod content;
+pub mod evidence;
 pub mod log_events;
 pub mod prompt;
 
 pub use content::{
     DOCUMENTS_KEY, LOGPROBS_KEY, OUTPUT_MESSAGES_KEY, answer_text, documents, logprobs_text,
 };
-use content::{find, is_openinference, json_value, logprobs_source};
+use content::{find, is_openinference, json_value, logprobs_source, scored_documents};
+use evidence::{ContextItem, ContextKind, Dimensions, evidence_attributes, route_of};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Target {
@@ -248,8 +250,14 @@ pub struct QualityOutcome {
     pub hallucination_scored: bool,
 }
 
-/// Computes the quality columns of a span from its attributes and events.
-pub fn quality(attrs: &Attributes, events: &[SpanEvent]) -> (QualityFields, QualityOutcome) {
+/// Computes the quality columns of span `span_id` from its attributes and events, and, when
+/// the span carries its own documents and an answer, the evidence attributes of its
+/// hallucination index ([`evidence`]) to add to it.
+pub fn quality(
+    span_id: SpanId,
+    attrs: &Attributes,
+    events: &[SpanEvent],
+) -> (QualityFields, QualityOutcome, Attributes) {
     let mut q = QualityFields::default();
     let mut outcome = QualityOutcome::default();
     let opts = UncertaintyOptions::default();
@@ -273,17 +281,32 @@ pub fn quality(attrs: &Attributes, events: &[SpanEvent]) -> (QualityFields, Qual
             Err(e) => outcome.logprobs_error = Some(e),
         }
     }
-    let docs = documents(attrs);
-    if !docs.is_empty()
+    let mut scored = Attributes::new();
+    let ctx: Vec<ContextItem> = scored_documents(attrs)
+        .into_iter()
+        .map(|(doc, score)| ContextItem {
+            doc,
+            kind: ContextKind::Document,
+            source: span_id,
+            score,
+        })
+        .collect();
+    if !ctx.is_empty()
         && let Some(answer) = answer_text(attrs, events)
     {
+        let docs: Vec<_> = ctx.iter().map(|c| c.doc.clone()).collect();
         let hopts = HallucinationOptions::default();
         if let Ok(report) = hallucination_index_parts(&answer, &docs, uncertainty, &hopts) {
             q.hallucination_index = Some(report.evaluation.score_value);
             outcome.hallucination_scored = true;
+            let dims = Dimensions {
+                route: route_of(attrs),
+                prompt_template: prompt::template_name(attrs),
+            };
+            scored = evidence_attributes(span_id, &answer, &report, &ctx, dims);
         }
     }
-    (q, outcome)
+    (q, outcome, scored)
 }
 
 #[cfg(test)]
@@ -349,7 +372,8 @@ mod tests {
         let lp = r#"{"content":[{"token":"A","logprob":-0.1,"top_logprobs":[{"token":"A","logprob":-0.1},{"token":"B","logprob":-2.5}]},
                                 {"token":"x","logprob":-1.2,"top_logprobs":[{"token":"y","logprob":-0.9},{"token":"x","logprob":-1.2}]}]}"#;
         let attrs: Attributes = vec![(LOGPROBS_KEY.into(), s(lp))];
-        let (q, o) = quality(&attrs, &[]);
+        let (q, o, e) = quality(SpanId([1; 8]), &attrs, &[]);
+        assert!(e.is_empty(), "no documents, no evidence");
         assert!(o.logprobs_found && o.logprobs_error.is_none());
         let mean = q.entropy_mean.unwrap_or(f64::NAN);
         let max = q.entropy_max.unwrap_or(f64::NAN);
@@ -360,9 +384,13 @@ mod tests {
             name: "gen_ai.choice".into(),
             attributes: vec![(LOGPROBS_KEY.into(), s(lp))],
         };
-        let (q2, _) = quality(&Vec::new(), &[ev]);
+        let (q2, _, _) = quality(SpanId([1; 8]), &Vec::new(), &[ev]);
         assert_eq!(q2, q);
-        let (q3, o3) = quality(&vec![(LOGPROBS_KEY.into(), s("{nope"))], &[]);
+        let (q3, o3, _) = quality(
+            SpanId([1; 8]),
+            &vec![(LOGPROBS_KEY.into(), s("{nope"))],
+            &[],
+        );
         assert_eq!(q3, QualityFields::default());
         assert!(o3.logprobs_error.is_some());
     }
@@ -383,13 +411,48 @@ mod tests {
                 ),
             ),
         ];
-        let (grounded, o) = quality(&attrs, &[]);
+        let (grounded, o, evidence) = quality(SpanId([7; 8]), &attrs, &[]);
         assert!(o.hallucination_scored);
+        // The span holds its own evidence: the supporting document and the passage's text.
+        let at = |k: &str| {
+            evidence
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(at(evidence::NAME_KEY), Some(s("hallucination_index")));
+        assert_eq!(at(evidence::TARGET_KEY), Some(s(&SpanId([7; 8]).to_hex())));
+        assert_eq!(
+            at("sightline.evaluation.supporting_documents"),
+            Some(AttrValue::Array(vec![s("d1")]))
+        );
+        let Some(AttrValue::Str(ev)) = at("sightline.evaluation.evidence") else {
+            panic!("no evidence in {evidence:?}")
+        };
+        let ev: serde_json::Value = serde_json::from_str(&ev).unwrap_or_default();
+        assert_eq!(ev[0]["text"], "The Eiffel Tower is 330 metres tall.");
+        assert_eq!(ev[0]["supported"], true);
+        assert_eq!(ev[0]["best"]["document_id"], "d1");
+        assert_eq!(ev[0]["best"]["kind"], "document");
+        assert!(
+            ev[0]["best"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("330 metres")),
+            "{ev}"
+        );
         let mut bad = attrs.clone();
         bad[1].1 = s(
             r#"[{"role":"assistant","parts":[{"type":"text","content":"The Eiffel Tower is 912 metres tall and was built by Napoleon in Berlin."}]}]"#,
         );
-        let (ungrounded, _) = quality(&bad, &[]);
+        let (ungrounded, _, bad_evidence) = quality(SpanId([7; 8]), &bad, &[]);
+        let unsupported = bad_evidence
+            .iter()
+            .find(|(k, _)| k == "sightline.evaluation.unsupported_sentences")
+            .map(|(_, v)| v.clone());
+        assert!(
+            matches!(unsupported, Some(AttrValue::Int(n)) if n > 0),
+            "{bad_evidence:?}"
+        );
         let (g, u) = (
             grounded.hallucination_index.unwrap_or(f64::NAN),
             ungrounded.hallucination_index.unwrap_or(f64::NAN),

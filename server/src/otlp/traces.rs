@@ -18,6 +18,7 @@ use super::attributes::{
     ContentBudget, TRUNCATED_KEY, check_scope_attributes, convert_attributes, convert_resource,
     convert_span_attributes,
 };
+use super::genai::evidence::PREFIX as EVIDENCE_PREFIX;
 use super::genai::{QualityOutcome, promote, quality};
 use super::{ItemError, MapContext, Mapped, RejectReason};
 
@@ -141,7 +142,12 @@ fn map_span(
         ));
     }
     let gen_ai = promote(&mut attributes);
-    let (quality, outcome) = quality(&attributes, &events);
+    let (quality, outcome, evidence) = quality(id, &attributes, &events);
+    if !evidence.is_empty() {
+        // The span's own evidence replaces any it was sent with.
+        attributes.retain(|(k, _)| !k.starts_with(EVIDENCE_PREFIX));
+        attributes.extend(evidence);
+    }
     counts.add(&outcome);
     let status = s.status.as_ref();
     let mut rec = SpanRecord::new(trace, id, String::new(), s.name.clone(), start, end);

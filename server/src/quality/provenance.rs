@@ -1,4 +1,5 @@
-//! RAG provenance from the stored evaluation spans ([`crate::assembly::evaluate`]): which
+//! RAG provenance from the stored evidence ([`crate::otlp::genai::evidence`], on evaluation
+//! spans and on answer spans scored at ingest): which
 //! answers used a document, which have unsupported sentences (with, per sentence, the
 //! supporting passage or none), the same counted per model, route or prompt template, and how
 //! much each document and each retrieval is used (chunks per retrieval, how many the answer
@@ -13,7 +14,9 @@ use sightline_storage::{
 };
 
 use super::{QualityError, SpanFilters};
-use crate::assembly::evaluate::{EVALUATION_SPAN, PROMPT_TEMPLATE_KEY, ROUTE_KEY, TARGET_KEY};
+use crate::otlp::genai::evidence::{
+    HALLUCINATION_INDEX, NAME_KEY, PROMPT_TEMPLATE_KEY, ROUTE_KEY, TARGET_KEY,
+};
 
 /// Most evaluation spans one provenance question reads.
 pub const MAX_EVALUATIONS: usize = 200_000;
@@ -81,8 +84,13 @@ pub struct SentenceProvenance {
     pub start_char: usize,
     /// End of that span.
     pub end_char: usize,
+    /// The sentence (its first 500 characters; empty in evidence written before the text was
+    /// kept).
+    pub text: String,
     /// Whether a passage supports it.
     pub supported: bool,
+    /// Its words or numbers the best passage lacks (at most 8).
+    pub missing: Vec<String>,
     /// The best passage (also for an unsupported sentence, when one came close).
     pub best: Option<PassageProvenance>,
 }
@@ -98,6 +106,8 @@ pub struct PassageProvenance {
     pub start_char: usize,
     /// End of that span.
     pub end_char: usize,
+    /// The passage (its first 500 characters), when known.
+    pub text: Option<String>,
     /// Share of the sentence's content words found in the passage.
     pub coverage: f64,
     /// The retriever's score of the document, when it gave one.
@@ -342,7 +352,16 @@ fn sentences(evidence: Option<&AttrValue>) -> Vec<SentenceProvenance> {
         .map(|s| SentenceProvenance {
             start_char: idx(s, "start_char"),
             end_char: idx(s, "end_char"),
+            text: s["text"].as_str().unwrap_or_default().to_owned(),
             supported: s["supported"] == true,
+            missing: s["missing"]
+                .as_array()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|u| u.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
             best: s["best"]["document_id"]
                 .as_str()
                 .map(|d| PassageProvenance {
@@ -350,6 +369,7 @@ fn sentences(evidence: Option<&AttrValue>) -> Vec<SentenceProvenance> {
                     kind: s["best"]["kind"].as_str().map(str::to_owned),
                     start_char: idx(&s["best"], "start_char"),
                     end_char: idx(&s["best"], "end_char"),
+                    text: s["best"]["text"].as_str().map(str::to_owned),
                     coverage: s["best"]["coverage"].as_f64().unwrap_or(0.0),
                     score: s["best"]["score"].as_f64(),
                 }),
@@ -383,8 +403,9 @@ fn each_evaluation(
         .map_err(|e| QualityError::BadRequest(e.to_string()))?;
     let mut req = ScanRequest::new(tenant.clone(), Signal::Spans, time).until(deadline.clone());
     req.predicates = q.filters.predicates();
+    // Evaluation spans and answer spans scored at ingest both hold the evidence.
     req.predicates
-        .push(Predicate::Attr(Matcher::eq("name", EVALUATION_SPAN)));
+        .push(Predicate::Attr(Matcher::eq(NAME_KEY, HALLUCINATION_INDEX)));
     for (key, value) in [
         (ROUTE_KEY, &q.route),
         (PROMPT_TEMPLATE_KEY, &q.prompt_template),

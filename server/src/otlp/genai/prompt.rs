@@ -202,6 +202,34 @@ fn legacy_event_message(e: &SpanEvent) -> Option<InputMessage> {
     })
 }
 
+/// Most characters of a prompt template's text used as its name.
+const TEMPLATE_NAME_CHARS: usize = 120;
+
+/// A prompt template's name: OpenInference `llm.prompt_template.template` (its text on one
+/// line, whitespace runs as one space, cut to 120 characters) or Traceloop's `traceloop.prompt.key`, with `@<version>` when
+/// `llm.prompt_template.version` / `traceloop.prompt.version` is set.
+pub fn template_name(attrs: &Attributes) -> Option<String> {
+    let str_at = |k: &str| match find(attrs, k) {
+        Some(AttrValue::Str(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Some(v @ (AttrValue::Int(_) | AttrValue::Double(_))) => Some(v.render()),
+        _ => None,
+    };
+    let (name, version) = match str_at("traceloop.prompt.key") {
+        Some(key) => (key, str_at("traceloop.prompt.version")),
+        None => {
+            let text = str_at("llm.prompt_template.template")?;
+            // One line: runs of whitespace become one space.
+            let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let cut: String = flat.chars().take(TEMPLATE_NAME_CHARS).collect();
+            (cut, str_at("llm.prompt_template.version"))
+        }
+    };
+    Some(match version {
+        Some(v) => format!("{name}@{v}"),
+        None => name,
+    })
+}
+
 /// The span's input messages, in any of the dialects of the module docs.
 pub fn input_messages(attrs: &Attributes, events: &[SpanEvent]) -> Vec<InputMessage> {
     let mut out = Vec::new();
