@@ -1,13 +1,15 @@
 // `#/causality?cause=<PromQL>&effect=<PromQL>&max_lag=10[&step=60s]`: does the cause series
 // help predict the effect series? `POST api/v1/detect/granger` over the shared time range
-// (unix seconds; each query must give one series without gaps). Shows the tests per lag
+// (unix seconds; each query must give one series; with `"gaps": "longest_run"` the server tests
+// the longest stretch where both have values and names it, shown above the result; `&gaps=refuse`
+// in the URL asks for the whole range or an error). Shows the tests per lag
 // (`data-testid="granger-table"`), the lag the BIC picks, and a cause -> effect graph with the
 // lag and p on its edge. The README's "LLM quality and causality" section has the demo's edges.
 
-import { apiPostData, apiData, isAbort } from '../api.js';
+import { apiPostData, isAbort } from '../api.js';
 import { h, loadingBox, errorBox, setChildren } from '../dom.js';
-import { navigate, globalParams, timeRange, updateParams } from '../route.js';
-import { formatNumber, formatDuration } from '../format.js';
+import { navigate, globalParams, timeRange } from '../route.js';
+import { formatNumber, formatDuration, formatUnixSeconds } from '../format.js';
 import { svg, niceStep, parseDuration, formatStep } from '../chart.js';
 import { bhQValues } from '../stats.js';
 
@@ -31,20 +33,6 @@ export function formatP(p) {
 export function grangerStep(params, range) {
   const own = parseDuration(params.get('step'));
   return Number.isFinite(own) && own > 0 ? own : niceStep(range.end - range.start, MAX_POINTS, 60);
-}
-
-/** The longest run of steps where both series have a value: `{start, end}` (s) or null. */
-export function commonRun(a, b, start, step) {
-  const ta = new Set(a.map(([t]) => Math.round(Number(t))));
-  const tb = new Set(b.map(([t]) => Math.round(Number(t))));
-  const times = [...ta].filter((t) => tb.has(t)).sort((x, y) => x - y);
-  let best = null;
-  let runStart = null;
-  for (let i = 0; i < times.length; i += 1) {
-    if (i === 0 || times[i] - times[i - 1] !== step) runStart = times[i];
-    if (!best || times[i] - runStart > best.end - best.start) best = { start: runStart, end: times[i] };
-  }
-  return best && best.end > best.start ? best : null;
 }
 
 function edgeGraph(cause, effect, lag, p, stepS) {
@@ -91,7 +79,11 @@ function resultView(data, cause, effect, stepS) {
       h('td', { class: 'num' }, formatNumber(c.bic, 1)));
   });
   const stat = (data.stationarity || []).map((s) => `${s.differences} difference${s.differences === 1 ? '' : 's'}: ADF p cause ${formatP(s.cause && s.cause.adf && s.cause.adf.pvalue)}, effect ${formatP(s.effect && s.effect.adf && s.effect.adf.pvalue)}`);
+  const r = data.range;
   return h('div', { class: 'granger-result', 'data-testid': 'granger-result' },
+    r ? h('p', { class: r.dropped ? 'hint' : 'muted', 'data-testid': 'granger-range', 'data-start': r.start, 'data-end': r.end, 'data-points': r.points, 'data-dropped': r.dropped },
+      `Tested on ${formatUnixSeconds(r.start)} – ${formatUnixSeconds(r.end)} (${r.points} steps)` +
+      (r.dropped ? `: the longest stretch where both series have values; ${r.dropped} step${r.dropped === 1 ? '' : 's'} of the range left out.` : '.')) : null,
     chosen ? edgeGraph(cause, effect, chosen.lag, p, stepS) : null,
     h('p', { class: 'summary', 'data-testid': 'granger-summary' },
       `${data.nobs ?? '?'} points at ${formatStep(stepS)}; ` +
@@ -146,25 +138,8 @@ export function mount(root, route) {
   const out = h('div', { class: 'status-slot', 'data-testid': 'granger-status' });
   root.append(h('section', { class: 'view causality-view' }, h('h1', {}, 'Causality (Granger)'),
     h('p', { class: 'muted' }, 'Does the past of the cause improve the prediction of the effect beyond the effect\'s own past? ',
-      'Both queries are evaluated over the time range at the step; each must return one series with a value at every step.'),
+      'Both queries are evaluated over the time range at the step; each must return one series. Where either has no value, the test runs on the longest stretch where both have values, named above the result.'),
     form, out));
-
-  async function fitRange(params, range, stepS) {
-    setChildren(out, loadingBox('Finding where both series have values…'));
-    const q = { start: Math.ceil(range.start / stepS) * stepS, end: Math.floor(range.end / stepS) * stepS, step: stepS };
-    try {
-      const [a, b] = await Promise.all([params.get('cause'), params.get('effect')].map((query) =>
-        apiData('api/v1/query_range', { query, ...q }).then((d) => (d && d.result && d.result[0] ? d.result[0].values : []))));
-      const run1 = commonRun(a, b, q.start, stepS);
-      if (!run1) {
-        setChildren(out, errorBox('No common range', new Error('the two series never have values at the same steps in this range')));
-        return;
-      }
-      updateParams({ since: null, start: run1.start, end: run1.end });
-    } catch (e) {
-      setChildren(out, errorBox('Fitting the range failed', e));
-    }
-  }
 
   async function run(force) {
     const params = route.params;
@@ -191,6 +166,7 @@ export function mount(root, route) {
     const body = {
       cause_query: params.get('cause'), effect_query: params.get('effect'),
       start: Math.ceil(range.start / stepS) * stepS, end: Math.floor(range.end / stepS) * stepS, step: stepS, max_lag: lag,
+      gaps: params.get('gaps') === 'refuse' ? 'refuse' : 'longest_run',
     };
     try {
       const data = await apiPostData('api/v1/detect/granger', body, { signal });
@@ -199,13 +175,7 @@ export function mount(root, route) {
     } catch (e) {
       if (isAbort(e)) return;
       lastKey = null;
-      const box = errorBox('The Granger test failed', e, () => run(true), 'granger-error');
-      if (e.status === 400 && /no value|gap/i.test(e.message)) {
-        box.append(h('div', { class: 'hint' }, 'A series has gaps in this range. ',
-          h('button', { type: 'button', class: 'link-button', 'data-testid': 'granger-fit', onclick: () => fitRange(params, range, stepS) },
-            'Narrow the range to where both series have values')));
-      }
-      setChildren(out, box);
+      setChildren(out, errorBox('The Granger test failed', e, () => run(true), 'granger-error'));
     }
   }
 

@@ -457,6 +457,67 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
     assert_eq!(rows as usize, n_lines, "one row per line the API returns");
     assert!(bars > 0);
     b.screenshot("logs");
+
+    // Causality: the demo's quality -> conversion edge over a range that starts two hours
+    // before the demo's data, so it has steps without values: the view tests the longest
+    // stretch where both series have values, names it, and shows the API's answer for exactly
+    // that stretch.
+    let start = now - 8 * 3600;
+    let cause = "sightline_quality_hallucination_index{operation=\"chat\"}";
+    let enc = |s: &str| -> String {
+        s.bytes()
+            .map(|c| match c {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => (c as char).to_string(),
+                _ => format!("%{c:02X}"),
+            })
+            .collect()
+    };
+    b.open(&format!(
+        "{base}#/causality?cause={}&effect=shop_conversion_rate&max_lag=10&step=60s&start={start}&end={end}",
+        enc(cause)
+    ));
+    let shown = b.wait_for(
+        "the Granger result",
+        "const r = document.querySelector('[data-testid=granger-range]');
+         const rows = [...document.querySelectorAll('[data-testid=granger-row]')];
+         const chosen = rows.find((x) => x.dataset.chosen === 'true');
+         return r && rows.length && chosen ? [Number(r.dataset.start), Number(r.dataset.end),
+           Number(r.dataset.dropped), Number(chosen.dataset.lag), rows.length] : null",
+    );
+    let (from, to, dropped) = (
+        shown[0].as_f64().unwrap(),
+        shown[1].as_f64().unwrap(),
+        shown[2].as_u64().unwrap(),
+    );
+    assert!(dropped > 0, "the demo's range has gaps: {shown}");
+    let post = |body: Value| {
+        let r = http(
+            addr,
+            "POST",
+            "/api/v1/detect/granger",
+            &[("content-type", "application/json")],
+            body.to_string().as_bytes(),
+        )
+        .unwrap();
+        (r.status, serde_json::from_slice::<Value>(&r.body).unwrap())
+    };
+    let (st, refused) = post(
+        json!({"cause_query": cause, "effect_query": "shop_conversion_rate",
+        "start": start, "end": end, "step": 60, "max_lag": 10}),
+    );
+    assert_eq!(st, 400, "gaps are refused unless asked for: {refused}");
+    let (st, api) = post(
+        json!({"cause_query": cause, "effect_query": "shop_conversion_rate",
+        "start": from, "end": to, "step": 60, "max_lag": 10, "gaps": "refuse"}),
+    );
+    assert_eq!(st, 200, "{api}");
+    assert_eq!(api["range"]["dropped"], 0, "{api}");
+    assert_eq!(shown[3], api["selected_lag"]["bic"], "{api}");
+    assert_eq!(
+        shown[4].as_u64().unwrap() as usize,
+        api["lags"].as_array().unwrap().len()
+    );
+    b.screenshot("causality");
     drop(b);
     demo.stop();
 }
