@@ -20,8 +20,8 @@ pub use critical_path::{PathSegment, PathSpan, critical_path};
 pub use filter::{CmpOp, Cond, Scope};
 pub use red::{GroupBy, RedQuery, RedResult, red};
 pub use search::{
-    SortBy, SpanHit, SpanQuery, SpanSearchResult, TraceHit, TraceSearchResult, search_spans,
-    search_traces,
+    SortBy, SpanHit, SpanQuery, SpanSearchResult, TraceCursor, TraceHit, TraceSearchResult,
+    search_spans, search_traces,
 };
 pub use tags::{TagNames, TypedValue, tag_names, tag_values};
 pub use trace::{TraceView, trace_by_id};

@@ -21,7 +21,7 @@ for b in ["input_tokens", "output_tokens", "entropy_mean", "entropy_max", "hallu
     common += [q("min_" + b, "inclusive bound", typ="number"), q("max_" + b, "inclusive bound", typ="number")]
 common += [q("attr", "key=value, key!=value, key=~regex, key!~regex (repeatable)"), q("span_attr", "as attr, span attributes only"), q("resource_attr", "as attr, resource attributes only"),
            q("q", "TraceQL filter (subset), ANDed with the rest"), q("explain", "true adds scan statistics", typ="boolean")]
-search = common + [q("group", "traces (default) or spans"), q("sort", "start (newest first) or duration"), q("limit", "1..10000 (default 20)", typ="integer"), q("spans_per_trace", "matched spans listed per trace", typ="integer")]
+search = common + [q("group", "traces (default) or spans"), q("sort", "start (newest first) or duration"), q("limit", "1..10000 (default 20)", typ="integer"), q("spans_per_trace", "matched spans listed per trace", typ="integer"), q("cursor", "trace search: the previous page's next_cursor")]
 add("/api/v1/traces/search", ["get", "post"], "native", "Trace and span search (service, name, status, duration, attributes, GenAI fields, TraceQL)", T, search)
 add("/api/v1/traces/red", ["get", "post"], "native", "RED aggregates (rate, error ratio, p50/p90/p99) per service, model, operation or name over time buckets", T, common + [q("group_by", "service (default), model, operation or name"), q("step", "bucket width (default 1m)")])
 Q = "See docs/quality.md."

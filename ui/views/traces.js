@@ -1,6 +1,7 @@
 // `#/traces`: the trace search. The filter form maps onto `GET api/v1/traces/search` (see
 // docs/traces.md); every filter lives in the URL, so a search is a shareable link. Results: one
-// row per trace, newest first; "More" re-queries with a larger `limit`.
+// row per trace, newest first; "More" appends the next page (the answer's `next_cursor`, same
+// filters and time range).
 
 import { apiData, apiGet, isAbort } from '../api.js';
 import { h, loadingBox, errorBox, emptyBox, setChildren } from '../dom.js';
@@ -212,11 +213,9 @@ export function mount(root, route) {
     tbody);
   const more = h('button', { type: 'button', class: 'more', 'data-testid': 'trace-more', hidden: true },
     'More');
-  more.addEventListener('click', () => {
-    const p = new URLSearchParams(route.params);
-    p.set('limit', String(Math.min(limitOf(route.params) + PAGE, MAX_LIMIT)));
-    navigate('/traces', p);
-  });
+  /** The search shown: its query, the next page's cursor, traces shown, the range's label. */
+  let page = null;
+  more.addEventListener('click', () => loadMore());
   tbody.addEventListener('click', (ev) => {
     if (ev.target.closest('a')) return; // the link navigates by itself (and opens new tabs)
     const tr = ev.target.closest('tr[data-trace-id]');
@@ -277,23 +276,16 @@ export function mount(root, route) {
     const q = searchParams(params, range);
     more.disabled = true;
     setChildren(status, loadingBox(`Searching traces (${range.label.toLowerCase()})…`));
+    page = null;
     try {
       const data = await apiData('api/v1/traces/search', q, { signal });
       if (signal.aborted) return;
       const traces = Array.isArray(data && data.traces) ? data.traces : [];
       tbody.innerHTML = rowsHtml(traces);
-      const total = data && Number.isFinite(data.total_traces) ? data.total_traces : traces.length;
-      const spans = data && Number.isFinite(data.total_spans) ? data.total_spans : null;
-      summary.textContent = traces.length
-        ? `Showing ${traces.length} of ${total} matching trace${total === 1 ? '' : 's'}` +
-          `${spans !== null ? ` (${spans} matching span${spans === 1 ? '' : 's'})` : ''}` +
-          ` · ${range.label.toLowerCase()}`
-        : '';
+      page = { q, label: range.label.toLowerCase(), shown: 0 };
+      showPage(data, traces.length);
       setChildren(status, traces.length ? null
         : emptyBox(`No traces match these filters (${range.label.toLowerCase()}).`, 'trace-empty'));
-      more.hidden = !(traces.length < total && q.limit < MAX_LIMIT);
-      more.disabled = false;
-      more.textContent = `More (${Math.min(PAGE, total - traces.length)} of ${total - traces.length} left)`;
     } catch (e) {
       if (isAbort(e)) return;
       lastKey = null;
@@ -301,6 +293,44 @@ export function mount(root, route) {
       summary.textContent = '';
       more.hidden = true;
       setChildren(status, errorBox('Searching traces failed', e, () => run(true)));
+    }
+  }
+
+  /** Updates the summary and the "More" button after a page of `added` traces. */
+  function showPage(data, added) {
+    page.shown += added;
+    page.cursor = data && typeof data.next_cursor === 'string' ? data.next_cursor : null;
+    const total = data && Number.isFinite(data.total_traces) ? data.total_traces : page.shown;
+    const spans = data && Number.isFinite(data.total_spans) ? data.total_spans : null;
+    const left = data && Number.isFinite(data.remaining_traces) ? data.remaining_traces : 0;
+    summary.textContent = page.shown
+      ? `Showing ${page.shown} of ${total} matching trace${total === 1 ? '' : 's'}` +
+        `${spans !== null ? ` (${spans} matching span${spans === 1 ? '' : 's'})` : ''}` +
+        ` · ${page.label}`
+      : '';
+    more.hidden = !page.cursor;
+    more.disabled = false;
+    more.dataset.remaining = String(left);
+    more.textContent = `More (${Math.min(PAGE, left)} of ${left} left)`;
+  }
+
+  /** Appends the next page of the search shown. */
+  async function loadMore() {
+    if (!page || !page.cursor) return;
+    const signal = controller ? controller.signal : undefined;
+    more.disabled = true;
+    more.textContent = 'Loading…';
+    try {
+      const data = await apiData('api/v1/traces/search', { ...page.q, limit: PAGE, cursor: page.cursor }, { signal });
+      if (signal && signal.aborted) return;
+      const traces = Array.isArray(data && data.traces) ? data.traces : [];
+      tbody.insertAdjacentHTML('beforeend', rowsHtml(traces));
+      showPage(data, traces.length);
+    } catch (e) {
+      if (isAbort(e)) return;
+      more.disabled = false;
+      more.textContent = 'More';
+      setChildren(status, errorBox('Loading more traces failed', e, () => loadMore()));
     }
   }
 

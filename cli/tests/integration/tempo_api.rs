@@ -581,8 +581,50 @@ fn grafana_tempo_datasource_requests() {
     assert_eq!(groups, vec!["claude-3", "gpt-4o"]);
     assert_eq!(j["data"]["series"][1]["total"]["errors"], 1);
     assert_eq!(j["data"]["series"][1]["total"]["p50_ms"], 2500.0);
+    // Paging by cursor, one trace per page, gives every trace once, in the order one big page
+    // has, for either sort.
+    for sort in ["start", "duration"] {
+        let all = |extra: &str| {
+            let (status, j) = api.get_json(
+                &format!("/api/v1/traces/search?sort={sort}&start={start}&end={end}{extra}"),
+                "acme",
+            );
+            assert_eq!(status, 200, "{j}");
+            j["data"].clone()
+        };
+        let big = all("&limit=1000");
+        let want: Vec<Json> = big["traces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["trace_id"].clone())
+            .collect();
+        assert!(want.len() >= 2, "{big}");
+        assert_eq!(big["next_cursor"], Json::Null);
+        let (mut got, mut cursor) = (Vec::new(), String::new());
+        loop {
+            let page = all(&format!("&limit=1{cursor}"));
+            assert_eq!(page["total_traces"].as_u64(), Some(want.len() as u64));
+            got.push(page["traces"][0]["trace_id"].clone());
+            assert_eq!(
+                page["remaining_traces"].as_u64(),
+                Some((want.len() - got.len()) as u64)
+            );
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = format!("&cursor={c}"),
+                None => break,
+            }
+        }
+        assert_eq!(got, want, "sort={sort}");
+    }
     // Native API errors.
     for path in [
+        "/api/v1/traces/search?cursor=zz".to_owned(),
+        format!(
+            "/api/v1/traces/search?sort=duration&cursor=s.1.{}",
+            hex(&T1)
+        ),
+        format!("/api/v1/traces/search?group=spans&cursor=s.1.{}", hex(&T1)),
         "/api/v1/traces/search?limit=0".to_owned(),
         "/api/v1/traces/search?bogus=1".to_owned(),
         format!(

@@ -279,8 +279,43 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
     assert_eq!(shown.as_u64(), Some(spans_rows));
     b.screenshot("overview");
 
-    // Quality: one line per group the API answers.
     let (start, end) = (now - 6 * 3600, now);
+
+    // Traces page through results: 20 first, then "More" appends the next 50 by cursor; the
+    // 70 rows are the API's first 70 in order, each once.
+    let api = get(
+        addr,
+        &format!("/api/v1/traces/search?service=chat-gateway&start={start}&end={end}&limit=70"),
+        &[],
+    );
+    let want: Vec<&str> = api["data"]["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trace_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(want.len(), 70, "the demo has more than 70 traces");
+    b.open(&format!(
+        "{base}#/traces?service=chat-gateway&start={start}&end={end}&limit=20"
+    ));
+    let rows = "return [...document.querySelectorAll('[data-testid=trace-row]')].map(r => r.dataset.traceId)";
+    let first = b.wait_for(
+        "the first page",
+        &format!("const r = (() => {{ {rows} }})(); return r.length === 20 ? r : null"),
+    );
+    assert_eq!(first, json!(want[..20]));
+    b.eval("document.querySelector('[data-testid=trace-more]').click(); return true");
+    let both = b.wait_for(
+        "the second page",
+        &format!("const r = (() => {{ {rows} }})(); return r.length === 70 ? r : null"),
+    );
+    assert_eq!(
+        both,
+        json!(want),
+        "pages in the API's order, no trace twice"
+    );
+
+    // Quality: one line per group the API answers.
     let api = get(
         addr,
         &format!(

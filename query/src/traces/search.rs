@@ -6,7 +6,8 @@
 //! (newest first) or duration (longest first), ties by trace id then span id. Trace search ranks
 //! traces by their matched spans: `start` by the earliest matched span's start (newest first),
 //! `duration` by the extent of the matched spans (`max end - min start`, longest first), ties by
-//! trace id. The summary of each returned trace (root service and name, start, duration) is read
+//! trace id. A [`TraceCursor`] (the rank key and trace id of a page's last trace, as the answer's
+//! `next_cursor`) continues a trace search after that trace. The summary of each returned trace (root service and name, start, duration) is read
 //! from all of its spans with one trace-id lookup each.
 
 use std::collections::HashMap;
@@ -40,6 +41,55 @@ pub enum SortBy {
     Duration,
 }
 
+/// Where a page of trace search ended: the rank key (matched-span start, or extent for
+/// `sort=duration`) and id of its last trace. Written as `<s|d>.<key>.<trace id hex>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceCursor {
+    /// The order the key belongs to.
+    pub sort: SortBy,
+    /// The last trace's rank key, ns.
+    pub key: i64,
+    /// The last trace.
+    pub trace: TraceId,
+}
+
+impl TraceCursor {
+    /// Whether a trace ranked `(key, trace)` comes after the cursor (ranks are key descending,
+    /// then trace id ascending).
+    fn precedes(&self, key: i64, trace: &TraceId) -> bool {
+        key < self.key || (key == self.key && *trace > self.trace)
+    }
+
+    /// Parses `<s|d>.<key>.<trace id hex>`.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || QueryError::BadRequest(format!("cursor: not a trace search cursor: {s:?}"));
+        let mut parts = s.splitn(3, '.');
+        let (Some(sort), Some(key), Some(trace)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad());
+        };
+        Ok(Self {
+            sort: match sort {
+                "s" => SortBy::Start,
+                "d" => SortBy::Duration,
+                _ => return Err(bad()),
+            },
+            key: key.parse().map_err(|_| bad())?,
+            trace: TraceId::from_hex(trace).map_err(|_| bad())?,
+        })
+    }
+}
+
+impl std::fmt::Display for TraceCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sort = match self.sort {
+            SortBy::Start => "s",
+            SortBy::Duration => "d",
+        };
+        write!(f, "{sort}.{}.{}", self.key, self.trace.to_hex())
+    }
+}
+
 /// A span or trace search.
 #[derive(Clone, Debug)]
 pub struct SpanQuery {
@@ -53,6 +103,8 @@ pub struct SpanQuery {
     pub sort: SortBy,
     /// Trace search: most matched spans listed per trace (all are counted).
     pub spans_per_trace: usize,
+    /// Trace search: only traces ranked after this one (the previous page's `next_cursor`).
+    pub after: Option<TraceCursor>,
     /// When the search must stop ([`crate::QueryError::Timeout`]): the scans check it per
     /// row group and batch, the search per batch and per trace read.
     pub deadline: Deadline,
@@ -67,6 +119,7 @@ impl SpanQuery {
             limit: 20,
             sort: SortBy::Start,
             spans_per_trace: 3,
+            after: None,
             deadline: Deadline::none(),
         }
     }
@@ -217,8 +270,12 @@ impl TraceTotals {
 pub struct TraceSearchResult {
     /// Traces, ordered, at most `limit`.
     pub traces: Vec<TraceHit>,
-    /// Traces with at least one matching span.
+    /// Traces with at least one matching span (over every page).
     pub total_traces: usize,
+    /// Traces ranked after this page's last one (none: this page ends the results).
+    pub remaining_traces: usize,
+    /// The cursor of the next page, when traces remain.
+    pub next_cursor: Option<String>,
     /// Matching spans over all traces.
     pub total_spans: usize,
     /// Scan statistics of the search scan plus the per-trace lookups.
@@ -400,8 +457,8 @@ pub fn search_spans(store: &Store, tenant: &TenantId, q: &SpanQuery) -> Result<S
     })
 }
 
-/// Matched spans grouped per trace and ranked; `(trace, matched spans by start)`.
-pub fn rank_traces(spans: Vec<SpanHit>, sort: SortBy) -> Vec<(TraceId, Vec<SpanHit>)> {
+/// Matched spans grouped per trace and ranked; `(rank key, trace, matched spans by start)`.
+pub fn rank_traces(spans: Vec<SpanHit>, sort: SortBy) -> Vec<(i64, TraceId, Vec<SpanHit>)> {
     let mut by_trace: HashMap<TraceId, Vec<SpanHit>> = HashMap::new();
     for s in spans {
         by_trace.entry(s.trace_id).or_default().push(s);
@@ -424,7 +481,7 @@ pub fn rank_traces(spans: Vec<SpanHit>, sort: SortBy) -> Vec<(TraceId, Vec<SpanH
         })
         .collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    ranked.into_iter().map(|(_, t, v)| (t, v)).collect()
+    ranked
 }
 
 /// Summary of a whole trace: root service and name, start, duration, span count.
@@ -488,12 +545,34 @@ pub fn trace_spans(
 /// Trace search.
 pub fn search_traces(store: &Store, tenant: &TenantId, q: &SpanQuery) -> Result<TraceSearchResult> {
     check(q)?;
+    if let Some(c) = &q.after
+        && c.sort != q.sort
+    {
+        return Err(QueryError::BadRequest(
+            "cursor: it belongs to a search with another sort".into(),
+        ));
+    }
     let (spans, mut stats) = matching_spans(store, tenant, q)?;
     let total_spans = spans.len();
-    let ranked = rank_traces(spans, q.sort);
+    let mut ranked = rank_traces(spans, q.sort);
     let total_traces = ranked.len();
+    if let Some(c) = &q.after {
+        ranked.retain(|(key, t, _)| c.precedes(*key, t));
+    }
+    let remaining_traces = ranked.len().saturating_sub(q.limit);
+    let next_cursor = ranked
+        .get(q.limit.saturating_sub(1))
+        .filter(|_| remaining_traces > 0)
+        .map(|(key, trace, _)| {
+            TraceCursor {
+                sort: q.sort,
+                key: *key,
+                trace: *trace,
+            }
+            .to_string()
+        });
     let mut traces = Vec::new();
-    for (trace_id, matched) in ranked.into_iter().take(q.limit) {
+    for (_, trace_id, matched) in ranked.into_iter().take(q.limit) {
         let (all, s) = trace_spans(store, tenant, trace_id, &q.deadline)?;
         stats.add(&s);
         let sum = summarize(&all);
@@ -512,6 +591,8 @@ pub fn search_traces(store: &Store, tenant: &TenantId, q: &SpanQuery) -> Result<
     Ok(TraceSearchResult {
         traces,
         total_traces,
+        remaining_traces,
+        next_cursor,
         total_spans,
         stats,
     })
@@ -520,6 +601,30 @@ pub fn search_traces(store: &Store, tenant: &TenantId, q: &SpanQuery) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_order_like_the_ranking() {
+        let c = TraceCursor {
+            sort: SortBy::Duration,
+            key: -5,
+            trace: TraceId([7; 16]),
+        };
+        assert_eq!(TraceCursor::parse(&c.to_string()).ok(), Some(c));
+        for bad in [
+            "",
+            "s.1",
+            "x.1.07070707070707070707070707070707",
+            "s.a.07",
+            "s.1.zz",
+        ] {
+            assert!(TraceCursor::parse(bad).is_err(), "{bad}");
+        }
+        // Key descending, then trace id ascending.
+        assert!(c.precedes(-6, &TraceId([1; 16])));
+        assert!(c.precedes(-5, &TraceId([8; 16])));
+        assert!(!c.precedes(-5, &TraceId([7; 16])));
+        assert!(!c.precedes(-4, &TraceId([9; 16])));
+    }
 
     fn hit(n: u8, status: &'static str, llm: Option<(i64, i64, f64, f64)>) -> SpanHit {
         SpanHit {

@@ -27,8 +27,8 @@ use sightline_query::QueryError;
 use sightline_query::time::{DurationDialect, TimeDialect};
 use sightline_query::traces::traceql::parse;
 use sightline_query::traces::{
-    CmpOp, Cond, GroupBy, RedQuery, Scope, SortBy, SpanQuery, TraceView, red, search_spans,
-    search_traces, trace_by_id,
+    CmpOp, Cond, GroupBy, RedQuery, Scope, SortBy, SpanQuery, TraceCursor, TraceView, red,
+    search_spans, search_traces, trace_by_id,
 };
 use sightline_storage::{
     Attributes, Deadline, MatchOp, SpanRecord, Store, TenantId, TimeRange, TraceId, UnixNanos,
@@ -299,7 +299,10 @@ fn search_now(
     pairs: &[(String, String)],
     deadline: &Deadline,
 ) -> Result<Value, ApiError> {
-    let f = filters(pairs, &["limit", "sort", "group", "spans_per_trace"])?;
+    let f = filters(
+        pairs,
+        &["limit", "sort", "group", "spans_per_trace", "cursor"],
+    )?;
     let mut q = SpanQuery::new(f.time);
     q.conds = f.conds;
     q.deadline = deadline.clone();
@@ -323,6 +326,14 @@ fn search_now(
         Some("spans") => true,
         Some(o) => return Err(bad(format!("group: expected traces or spans, got {o:?}"))),
     };
+    if let Some(c) = last(pairs, "cursor") {
+        if spans {
+            return Err(bad(
+                "cursor: only trace search (group=traces) pages by cursor",
+            ));
+        }
+        q.after = Some(TraceCursor::parse(c).map_err(query_error)?);
+    }
     let (mut data, stats) = if spans {
         let r = search_spans(store, tenant, &q).map_err(query_error)?;
         let stats = serde_json::to_value(&r.stats).unwrap_or(Value::Null);
@@ -334,7 +345,9 @@ fn search_now(
         let r = search_traces(store, tenant, &q).map_err(query_error)?;
         let stats = serde_json::to_value(&r.stats).unwrap_or(Value::Null);
         (
-            json!({"traces": r.traces, "total_traces": r.total_traces, "total_spans": r.total_spans}),
+            json!({"traces": r.traces, "total_traces": r.total_traces,
+                   "remaining_traces": r.remaining_traces, "next_cursor": r.next_cursor,
+                   "total_spans": r.total_spans}),
             stats,
         )
     };
