@@ -15,8 +15,8 @@ pub mod search;
 
 pub use labels::{Labels, LineLabels, level_of, line_labels, sanitize_label_name};
 pub use search::{
-    Direction, Histogram, HistogramGroup, HistogramRequest, HistogramSeries, LogFilter,
-    SearchRequest, SearchResult, histogram, search,
+    Direction, Histogram, HistogramGroup, HistogramRequest, HistogramSeries, LogCursor, LogFilter,
+    SearchRequest, SearchResult, histogram, search, search_after,
 };
 
 use sightline_storage::ScanStats;

@@ -48,7 +48,7 @@ lcommon = [q("start", "RFC 3339, Unix seconds or nanoseconds"), q("end", "RFC 33
            q("severity", "exact severity text"), q("min_severity", "minimum severity number or name"), q("trace_id", "hex"), q("span_id", "hex"),
            q("filter", "key=value, key!=value, key=~re, key!~re (repeatable)"), q("explain", "true adds scan statistics", typ="boolean")]
 add("/api/v1/logs/search", ["get", "post"], "native", "Log search: full text with attribute, severity, trace and time filters, newest first", L,
-    lcommon + [q("limit", "most lines (default 100, at most 5000)", typ="integer"), q("direction", "backward (newest first, default) or forward")])
+    lcommon + [q("limit", "most lines (default 100, at most 5000)", typ="integer"), q("direction", "backward (newest first, default) or forward"), q("cursor", "the previous page's next_cursor")])
 add("/api/v1/logs/histogram", ["get", "post"], "native", "Count of matching log lines over time, optionally by severity or an attribute", L, lcommon + [q("step", "bucket width"), q("group_by", "severity (or level) or an attribute key")])
 TE = "Tempo HTTP API subset (https://grafana.com/docs/tempo/latest/api_docs/); see docs/traces.md."
 add("/api/echo", ["get"], "tempo", "Tempo health check (answers echo)", TE, responses={"200": {"description": "echo"}})

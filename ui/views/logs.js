@@ -1,7 +1,8 @@
 // `#/logs?q=failed&service=llm-router`: log search (`GET api/v1/logs/search`, docs/logs.md),
 // newest first, with the count over time (`GET api/v1/logs/histogram`, group_by=severity) as
 // stacked SVG bars; clicking a bar narrows the time range to its bucket. A line with a trace
-// id links to `#/trace/<id>?span=<span id>`. Every filter lives in the URL.
+// id links to `#/trace/<id>?span=<span id>`. Every filter lives in the URL; "More" appends the
+// next page (the answer's `next_cursor`).
 
 import { apiData, apiGet, isAbort } from '../api.js';
 import { h, loadingBox, errorBox, emptyBox, setChildren } from '../dom.js';
@@ -60,7 +61,7 @@ export function logRows(lines) {
         href: link(`/trace/${l.trace_id}`, l.span_id ? { span: l.span_id } : {}),
         'data-testid': 'log-trace-link', class: 'mono', title: `trace ${l.trace_id}${l.span_id ? ` span ${l.span_id}` : ''}`,
       }, `${String(l.trace_id).slice(0, 8)}…`) : null;
-    return h('tr', { 'data-testid': 'log-row', class: `sev-${sev}`, 'data-trace-id': l.trace_id || '' },
+    return h('tr', { 'data-testid': 'log-row', class: `sev-${sev}`, 'data-trace-id': l.trace_id || '', 'data-time': l.time_unix_nano },
       h('td', { class: 'l-time', title: formatIsoUtc(l.time_unix_nano) }, formatTime(l.time_unix_nano)),
       h('td', { class: 'l-sev' }, h('span', { class: 'sev', 'data-testid': 'log-severity' }, l.severity_text || sev)),
       h('td', { class: 'l-svc' }, l.service_name || ''),
@@ -119,9 +120,9 @@ export function mount(root, route) {
     h('thead', {}, h('tr', {}, h('th', {}, 'Time'), h('th', {}, 'Severity'), h('th', {}, 'Service'),
       h('th', {}, 'Body'), h('th', {}, 'Trace'))), tbody);
   const more = h('button', { type: 'button', class: 'more', 'data-testid': 'log-more', hidden: true }, 'More');
-  more.addEventListener('click', () => {
-    updateParams({ limit: Math.min(limitOf(route.params) + PAGE, MAX_LIMIT) });
-  });
+  /** The search shown: its query, the next page's cursor, lines shown and matched, the range. */
+  let page = null;
+  more.addEventListener('click', () => loadMore());
   root.append(h('section', { class: 'view logs-view' }, h('h1', {}, 'Logs'), form, histCard, status, summary,
     h('div', { class: 'card table-card' }, table), more));
 
@@ -222,13 +223,10 @@ export function mount(root, route) {
       const matched = data && Number.isFinite(data.matched) ? data.matched : lines.length;
       setChildren(tbody, logRows(lines));
       table.hidden = !lines.length;
-      summary.textContent = lines.length
-        ? `Showing ${lines.length} of ${matched} matching line${matched === 1 ? '' : 's'}, newest first · ${range.label.toLowerCase()}` : '';
+      page = { q, matched, shown: 0, label: range.label.toLowerCase() };
+      showPage(data, lines.length);
       setChildren(status, lines.length ? null
         : emptyBox(`No log lines match these filters (${range.label.toLowerCase()}).`, 'log-empty'));
-      more.hidden = !(lines.length < matched && limit < MAX_LIMIT);
-      more.disabled = false;
-      more.textContent = `More (${Math.min(PAGE, matched - lines.length)} of ${matched - lines.length} left)`;
     } catch (e) {
       if (isAbort(e)) return;
       lastKey = null;
@@ -237,6 +235,38 @@ export function mount(root, route) {
       summary.textContent = '';
       more.hidden = true;
       setChildren(status, errorBox('Searching logs failed', e, () => run(true)));
+    }
+  }
+
+  /** Updates the summary and the "More" button after a page of `added` lines. */
+  function showPage(data, added) {
+    page.shown += added;
+    page.cursor = data && typeof data.next_cursor === 'string' ? data.next_cursor : null;
+    const left = Math.max(0, page.matched - page.shown);
+    summary.textContent = page.shown
+      ? `Showing ${page.shown} of ${page.matched} matching line${page.matched === 1 ? '' : 's'}, newest first · ${page.label}` : '';
+    more.hidden = !page.cursor;
+    more.disabled = false;
+    more.textContent = `More (${Math.min(PAGE, left)} of ${left} left)`;
+  }
+
+  /** Appends the next page of the search shown (the answer's `next_cursor`). */
+  async function loadMore() {
+    if (!page || !page.cursor) return;
+    const signal = controller ? controller.signal : undefined;
+    more.disabled = true;
+    more.textContent = 'Loading…';
+    try {
+      const data = await apiData('api/v1/logs/search', { ...page.q, limit: PAGE, cursor: page.cursor }, { signal });
+      if (signal && signal.aborted) return;
+      const lines = Array.isArray(data && data.lines) ? data.lines : [];
+      tbody.append(...logRows(lines));
+      showPage(data, lines.length);
+    } catch (e) {
+      if (isAbort(e)) return;
+      more.disabled = false;
+      more.textContent = 'More';
+      setChildren(status, errorBox('Loading more lines failed', e, () => loadMore()));
     }
   }
 

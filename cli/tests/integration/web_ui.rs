@@ -467,18 +467,30 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
     );
     b.screenshot("evidence-stored");
 
-    // Logs: the lines the API finds, each linked to its trace, and the histogram.
+    // Logs: the lines the API finds, each linked to its trace, and the histogram; 10 lines
+    // first, then "More" appends the next 100 by cursor: the rows are the API's first 110 in
+    // order, each once.
     let logs = get(
         addr,
         &format!(
-            "/api/v1/logs/search?query=failed&service=llm-router&start={start}&end={end}&limit=50"
+            "/api/v1/logs/search?query=failed&service=llm-router&start={start}&end={end}&limit=110"
         ),
         &[],
     );
-    let n_lines = logs["data"]["lines"].as_array().unwrap().len();
-    assert!(n_lines > 0);
+    let want: Vec<Value> = logs["data"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            json!([
+                l["time_unix_nano"],
+                l["trace_id"].as_str().unwrap_or_default()
+            ])
+        })
+        .collect();
+    assert_eq!(want.len(), 110, "the demo has more failed calls: {logs}");
     b.open(&format!(
-        "{base}#/logs?q=failed&service=llm-router&start={start}&end={end}&limit=50"
+        "{base}#/logs?q=failed&service=llm-router&start={start}&end={end}&limit=10"
     ));
     let (rows, bars) = {
         let v = b.wait_for(
@@ -489,8 +501,22 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
         );
         (v[0].as_u64().unwrap(), v[1].as_u64().unwrap())
     };
-    assert_eq!(rows as usize, n_lines, "one row per line the API returns");
+    assert_eq!(rows, 10, "one row per line the API returns");
     assert!(bars > 0);
+    b.eval("document.querySelector('[data-testid=log-more]').click(); return true");
+    let shown = b.wait_for(
+        "the second page of lines",
+        &format!(
+            "const r = [...document.querySelectorAll('[data-testid=log-row]')];
+             return r.length === {} ? r.map((e) => [e.dataset.time, e.dataset.traceId]) : null",
+            want.len()
+        ),
+    );
+    assert_eq!(
+        shown,
+        json!(want),
+        "pages in the API's order, no line twice"
+    );
     b.screenshot("logs");
 
     // Causality: the demo's quality -> conversion edge over a range that starts two hours

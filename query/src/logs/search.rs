@@ -180,7 +180,63 @@ pub(crate) fn decode_row(batch: &RecordBatch, row: usize) -> Result<LogRecord> {
         .ok_or_else(|| QueryError::Execution("empty decode".into()))
 }
 
+/// Most lines the second pass of one search page decodes (the page, the lines a cursor skips,
+/// and the lines that share the boundary timestamps).
+pub const MAX_PAGE_DECODE: usize = 100_000;
+
+/// Where a page of log search ended: the time of its last line and how many lines with
+/// exactly that time the pages so far showed. Written as `<b|f>.<time ns>.<lines>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogCursor {
+    /// The order of the pages.
+    pub direction: Direction,
+    /// Time of the last line shown, ns.
+    pub time: i64,
+    /// Lines with exactly that time already shown.
+    pub skip: usize,
+}
+
+impl LogCursor {
+    /// Parses `<b|f>.<time ns>.<lines>`.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || QueryError::BadRequest(format!("cursor: not a log search cursor: {s:?}"));
+        let mut parts = s.splitn(3, '.');
+        let (Some(d), Some(time), Some(skip)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        Ok(Self {
+            direction: match d {
+                "b" => Direction::Backward,
+                "f" => Direction::Forward,
+                _ => return Err(bad()),
+            },
+            time: time.parse().map_err(|_| bad())?,
+            skip: skip.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+impl std::fmt::Display for LogCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = match self.direction {
+            Direction::Backward => "b",
+            Direction::Forward => "f",
+        };
+        write!(f, "{d}.{}.{}", self.time, self.skip)
+    }
+}
+
 /// Runs a search: newest (or oldest) `limit` lines matching the filter.
+pub fn search(store: &Store, tenant: &TenantId, req: &SearchRequest) -> Result<SearchResult> {
+    search_after(store, tenant, req, None).map(|(r, _)| r)
+}
+
+/// Runs one page of a search: the first `limit` lines after `after` (the previous page's
+/// cursor; `None`: from the newest, or oldest, line), and the cursor of the next page when
+/// lines remain. `matched` counts the lines from `after` on.
+///
+/// Lines are ordered by time, and lines with the same time by their content (every field), so
+/// pages neither repeat nor skip a line whatever the storage layout between two requests.
 ///
 /// Two passes: the first reads only the time column (and the columns of the conditions storage
 /// does not evaluate) of every matching line, which gives the count and the time of the
@@ -188,30 +244,67 @@ pub(crate) fn decode_row(batch: &RecordBatch, row: usize) -> Result<LogRecord> {
 /// range, or from its start for `Forward`), where row-group statistics of the time-sorted
 /// segments skip most of the data. `explain` is the first pass's: it covers every matching
 /// line.
-pub fn search(store: &Store, tenant: &TenantId, req: &SearchRequest) -> Result<SearchResult> {
+pub fn search_after(
+    store: &Store,
+    tenant: &TenantId,
+    req: &SearchRequest,
+    after: Option<&LogCursor>,
+) -> Result<(SearchResult, Option<LogCursor>)> {
     let limit = req.limit.min(MAX_LIMIT);
-    let mut light = req.filter.scan_request(tenant);
+    let mut filter = req.filter.clone();
+    if let Some(c) = after {
+        if c.direction != req.direction {
+            return Err(QueryError::BadRequest(
+                "cursor: it belongs to a search in the other direction".into(),
+            ));
+        }
+        let t = &mut filter.time;
+        match c.direction {
+            Direction::Backward => t.end = UnixNanos(t.end.0.min(c.time.saturating_add(1))),
+            Direction::Forward => t.start = UnixNanos(t.start.0.max(c.time)),
+        }
+        if t.end.0 <= t.start.0 {
+            let empty = SearchResult {
+                lines: Vec::new(),
+                matched: 0,
+                explain: ScanStats::default(),
+            };
+            return Ok((empty, None));
+        }
+    }
+    // Lines at the cursor's time already shown (the first ones in this order).
+    let skip_shown = |times: &mut Vec<i64>| {
+        if let Some(c) = after {
+            let at = times.iter().take_while(|&&t| t == c.time).count();
+            times.drain(..at.min(c.skip));
+        }
+    };
+    let mut light = filter.scan_request(tenant);
     let mut columns = vec![col::TIME.to_owned()];
-    if req.filter.min_severity.is_some() {
+    if filter.min_severity.is_some() {
         columns.push(col::SEVERITY_NUMBER.to_owned());
     }
-    if req.filter.span_id.is_some() {
+    if filter.span_id.is_some() {
         columns.push(col::SPAN_ID.to_owned());
     }
     light.projection = Some(columns);
     let first = store.scan(&light)?;
-    let mut hits = matching_rows(&first.batches, &req.filter)?;
-    let matched = hits.len();
+    let mut hits = matching_rows(&first.batches, &filter)?;
     sort_hits(&mut hits, req.direction);
-    hits.truncate(limit);
-    let Some(&(cutoff, _, _)) = hits.last() else {
-        return Ok(SearchResult {
+    let mut times: Vec<i64> = hits.iter().map(|h| h.0).collect();
+    drop(hits);
+    skip_shown(&mut times);
+    let matched = times.len();
+    times.truncate(limit);
+    let Some(&cutoff) = times.last() else {
+        let empty = SearchResult {
             lines: Vec::new(),
             matched,
             explain: first.stats,
-        });
+        };
+        return Ok((empty, None));
     };
-    let mut narrow = req.filter.clone();
+    let mut narrow = filter.clone();
     let (start, end) = (narrow.time.start, narrow.time.end);
     narrow.time = match req.direction {
         Direction::Backward => TimeRange {
@@ -224,18 +317,55 @@ pub fn search(store: &Store, tenant: &TenantId, req: &SearchRequest) -> Result<S
         },
     };
     let second = store.scan(&narrow.scan_request(tenant))?;
-    let mut hits = matching_rows(&second.batches, &narrow)?;
-    sort_hits(&mut hits, req.direction);
-    hits.truncate(limit);
-    let lines = hits
-        .iter()
-        .map(|&(_, bi, row)| decode_row(&second.batches[bi], row))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(SearchResult {
+    let hits = matching_rows(&second.batches, &narrow)?;
+    if hits.len() > MAX_PAGE_DECODE {
+        return Err(QueryError::BadRequest(format!(
+            "{} lines share this page's boundary times (at most {MAX_PAGE_DECODE}); narrow the query",
+            hits.len()
+        )));
+    }
+    let mut lines = Vec::with_capacity(hits.len());
+    for &(_, bi, row) in &hits {
+        filter.deadline.check()?;
+        let rec = decode_row(&second.batches[bi], row)?;
+        let key = serde_json::to_vec(&rec).unwrap_or_default();
+        lines.push((rec.time.0, key, rec));
+    }
+    match req.direction {
+        Direction::Backward => lines.sort_unstable_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1))),
+        Direction::Forward => lines.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1))),
+    }
+    let skip = after.map_or(0, |c| {
+        let at = lines.iter().take_while(|l| l.0 == c.time).count();
+        at.min(c.skip)
+    });
+    let lines: Vec<LogRecord> = lines
+        .into_iter()
+        .skip(skip)
+        .take(limit)
+        .map(|(_, _, r)| r)
+        .collect();
+    let next = match lines.last() {
+        Some(last) if matched > lines.len() => {
+            let t = last.time.0;
+            let mut shown = lines.iter().filter(|l| l.time.0 == t).count();
+            if let Some(c) = after.filter(|c| c.time == t) {
+                shown += c.skip;
+            }
+            Some(LogCursor {
+                direction: req.direction,
+                time: t,
+                skip: shown,
+            })
+        }
+        _ => None,
+    };
+    let result = SearchResult {
         lines,
         matched,
         explain: first.stats,
-    })
+    };
+    Ok((result, next))
 }
 
 /// How histogram counts are split.

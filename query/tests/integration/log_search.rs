@@ -6,8 +6,8 @@ use proptest::prelude::*;
 use sightline_query::logs::logql::eval::{QueryValue, RangeParams, query_instant, query_range};
 use sightline_query::logs::logql::parse;
 use sightline_query::logs::{
-    Direction, HistogramGroup, HistogramRequest, LogFilter, SearchRequest, histogram, level_of,
-    search,
+    Direction, HistogramGroup, HistogramRequest, LogCursor, LogFilter, SearchRequest, histogram,
+    level_of, search, search_after,
 };
 use sightline_storage::{
     AttrValue, Deadline, LogRecord, MatchOp, Matcher, SpanId, Store, StoreConfig, TenantId,
@@ -345,6 +345,78 @@ fn rec(t: i64, body: &str, service: &str, sev: (i32, &str)) -> LogRecord {
     r.severity_number = sev.0;
     r.severity_text = sev.1.into();
     r
+}
+
+#[test]
+fn pages_by_cursor_neither_repeat_nor_skip_lines_sharing_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path());
+    let t = TenantId::new("pages").unwrap();
+    // 40 lines: runs of 7 share one timestamp, so page boundaries fall inside runs.
+    let recs: Vec<LogRecord> = (0..40)
+        .map(|i| {
+            rec(
+                BASE + (i / 7) * 1_000,
+                &format!("line {i}"),
+                "api",
+                (9, "INFO"),
+            )
+        })
+        .collect();
+    store.append_logs(&t, &recs[..25]).unwrap();
+    store.flush().unwrap();
+    store.append_logs(&t, &recs[25..]).unwrap();
+    let all = LogFilter::new(TimeRange {
+        start: UnixNanos(BASE),
+        end: UnixNanos(BASE + HOUR),
+    });
+    for direction in [Direction::Backward, Direction::Forward] {
+        let req = |limit| SearchRequest {
+            filter: all.clone(),
+            limit,
+            direction,
+        };
+        let whole = search(&store, &t, &req(100)).unwrap();
+        assert_eq!(whole.lines.len(), 40);
+        let mut got = Vec::new();
+        let mut after: Option<LogCursor> = None;
+        for page in 0.. {
+            if page == 2 {
+                // The storage layout changes between two pages.
+                store.flush().unwrap();
+            }
+            let (r, next) = search_after(&store, &t, &req(3), after.as_ref()).unwrap();
+            assert_eq!(r.matched, 40 - got.len(), "{direction:?} page {page}");
+            got.extend(r.lines);
+            match next {
+                Some(c) => {
+                    // The cursor survives its text form.
+                    after = Some(LogCursor::parse(&c.to_string()).unwrap());
+                }
+                None => break,
+            }
+        }
+        assert_eq!(got, whole.lines, "{direction:?}");
+        let times: Vec<i64> = got.iter().map(|l| l.time.0).collect();
+        let mut sorted = times.clone();
+        sorted.sort_unstable();
+        if direction == Direction::Backward {
+            sorted.reverse();
+        }
+        assert_eq!(times, sorted);
+    }
+    // A cursor of the other direction is refused.
+    let c = LogCursor {
+        direction: Direction::Forward,
+        time: BASE,
+        skip: 1,
+    };
+    let req = SearchRequest {
+        filter: all,
+        limit: 3,
+        direction: Direction::Backward,
+    };
+    assert!(search_after(&store, &t, &req, Some(&c)).is_err());
 }
 
 #[test]

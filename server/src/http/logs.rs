@@ -2,7 +2,8 @@
 //!
 //! * `GET|POST /api/v1/logs/search`: lines matching a full-text query, attribute filters,
 //!   severity, trace/span id and time range, newest first (`direction=forward` for oldest
-//!   first), at most `limit` (default 100, max 5000);
+//!   first), at most `limit` (default 100, max 5000), the next page after `cursor` (the
+//!   previous answer's `next_cursor`);
 //! * `GET|POST /api/v1/logs/histogram`: counts per `step` bucket over the range, optionally
 //!   grouped (`group_by=severity` or an attribute key).
 //!
@@ -21,7 +22,8 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use sightline_query::QueryError;
 use sightline_query::logs::{
-    Direction, HistogramGroup, HistogramRequest, LogFilter, SearchRequest, histogram, search,
+    Direction, HistogramGroup, HistogramRequest, LogCursor, LogFilter, SearchRequest, histogram,
+    search_after,
 };
 use sightline_query::time::DurationDialect;
 use sightline_storage::{
@@ -299,7 +301,11 @@ async fn search_handler(
                 )));
             }
         };
-        let r = search(
+        let after = param(&p, "cursor")
+            .map(LogCursor::parse)
+            .transpose()
+            .map_err(query_err)?;
+        let (r, next) = search_after(
             &store,
             &tenant,
             &SearchRequest {
@@ -307,11 +313,13 @@ async fn search_handler(
                 limit,
                 direction,
             },
+            after.as_ref(),
         )
         .map_err(query_err)?;
         let mut v = json!({
             "lines": r.lines.iter().map(line_json).collect::<Vec<_>>(),
             "matched": r.matched,
+            "next_cursor": next.map(|c| c.to_string()),
         });
         if explain_wanted(&p) {
             v["explain"] = serde_json::to_value(&r.explain).unwrap_or(Value::Null);
