@@ -19,6 +19,7 @@
 //! [http]
 //! allowed_hosts = ["sightline.internal"]   # besides loopback names, when auth is off on loopback
 //! cors_allowed_origins = []                # origins whose pages may call the API
+//! base_path = "/sightline"                 # serve every route under this prefix (default: /)
 //!
 //! [storage]
 //! fsync = "always"       # "interval" | "never"
@@ -41,6 +42,7 @@ mod flags;
 pub use flags::{FsyncMode, LogFormat, ServeArgs};
 
 use crate::error::ConfigError;
+use crate::http::base_path::BasePath;
 use crate::limits::Limits;
 
 /// Logging settings.
@@ -94,6 +96,8 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// Origins whose browser pages may call the API (CORS).
     pub cors_allowed_origins: Vec<String>,
+    /// The path prefix every HTTP route answers under.
+    pub http_base_path: BasePath,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -121,6 +125,7 @@ struct FileHttp {
     allowed_hosts: Vec<String>,
     #[serde(default)]
     cors_allowed_origins: Vec<String>,
+    base_path: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -165,6 +170,7 @@ impl Default for Config {
             detector_threads: 1,
             allowed_hosts: Vec::new(),
             cors_allowed_origins: Vec::new(),
+            http_base_path: BasePath::default(),
         }
     }
 }
@@ -225,6 +231,10 @@ impl Config {
         }
         c.allowed_hosts = file.http.allowed_hosts;
         c.cors_allowed_origins = file.http.cors_allowed_origins;
+        if let Some(b) = &file.http.base_path {
+            c.http_base_path = BasePath::parse(b)
+                .map_err(|e| ConfigError::Invalid(format!("http.base_path: {e}")))?;
+        }
         let s = file.storage;
         let st = &mut c.storage;
         st.fsync = s.fsync.unwrap_or(st.fsync);
@@ -233,12 +243,12 @@ impl Config {
         st.max_series_per_tenant = s.max_series_per_tenant.unwrap_or(st.max_series_per_tenant);
         st.flush_interval_secs = s.flush_interval_secs.unwrap_or(st.flush_interval_secs);
         st.retention_days = s.retention_days.or(st.retention_days);
-        c.apply_args(args);
+        c.apply_args(args)?;
         c.validate()?;
         Ok(c)
     }
 
-    fn apply_args(&mut self, a: &ServeArgs) {
+    fn apply_args(&mut self, a: &ServeArgs) -> Result<(), ConfigError> {
         fn set<T: Clone>(dst: &mut T, src: &Option<T>) {
             if let Some(v) = src {
                 *dst = v.clone();
@@ -280,6 +290,10 @@ impl Config {
         self.allowed_hosts.extend(a.allowed_hosts.iter().cloned());
         self.cors_allowed_origins
             .extend(a.cors_allowed_origins.iter().cloned());
+        if let Some(b) = &a.http_base_path {
+            self.http_base_path = BasePath::parse(b)
+                .map_err(|e| ConfigError::Invalid(format!("--http-base-path: {e}")))?;
+        }
         let s = &mut self.storage;
         set(&mut s.max_series_per_tenant, &a.max_series_per_tenant);
         set(&mut s.memory_budget_bytes, &a.memory_budget_bytes);
@@ -289,6 +303,7 @@ impl Config {
         if let Some(secs) = a.shutdown_timeout_secs {
             self.shutdown_timeout = Duration::from_secs(secs);
         }
+        Ok(())
     }
 
     /// Checks the resolved values.

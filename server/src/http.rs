@@ -22,6 +22,7 @@
 //! * [`ui`]: the built-in web UI at `/` (files embedded from `ui/`).
 
 pub mod aggregate;
+pub mod base_path;
 pub mod detect;
 pub mod detectors;
 pub mod error;
@@ -69,7 +70,8 @@ pub async fn answer(
 
 /// The full router: every API, the browser protections of [`guard`], the request body
 /// timeout, panics turned into 500s, and answers gzip-compressed for clients that accept it
-/// (a 10,000-span trace is 8 MB of JSON, about a tenth of that compressed).
+/// (a 10,000-span trace is 8 MB of JSON, about a tenth of that compressed); under the
+/// configured [`base_path`] when there is one.
 pub fn router(state: AppState) -> Router {
     let body_timeout = Duration::from_secs(state.limits().body_read_timeout_secs);
     let cors = guard::cors_layer(&state.http);
@@ -101,5 +103,13 @@ pub fn router(state: AppState) -> Router {
         Some(c) => app.layer(c),
         None => app,
     };
-    app.with_state(state)
+    let base = state.http.base_path.clone();
+    let app = app.with_state(state);
+    if base.is_root() {
+        return app;
+    }
+    // Everything under the base path: its prefix is stripped before the routes see it.
+    Router::new()
+        .fallback_service(app)
+        .layer(axum::middleware::from_fn_with_state(base, base_path::strip))
 }

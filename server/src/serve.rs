@@ -100,6 +100,7 @@ pub async fn start(config: Config) -> Result<Server, ServeError> {
         check_origin: !auth_enabled,
         allowed_hosts: config.allowed_hosts.clone(),
         cors_allowed_origins: config.cors_allowed_origins.clone(),
+        base_path: config.http_base_path.clone(),
     };
     let app = crate::http::router(crate::http::AppState::new(ingest.clone(), settings));
     if let Some(nofile) = crate::http::listener::open_files_limit() {

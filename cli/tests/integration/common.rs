@@ -172,12 +172,19 @@ impl ServerProcess {
             grpc: grpc_addr,
             log: log.to_path_buf(),
         };
+        // Under a base path, every route answers below it.
+        let base = extra
+            .iter()
+            .position(|a| *a == "--http-base-path")
+            .and_then(|i| extra.get(i + 1))
+            .map_or("", |b| b.trim_end_matches('/'));
+        let health = format!("{base}/health");
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = p.child.try_wait() {
                 break;
             }
-            if let Ok(r) = http(http_addr, "GET", "/health", &[], b"")
+            if let Ok(r) = http(http_addr, "GET", &health, &[], b"")
                 && r.status == 200
             {
                 return Some(p);

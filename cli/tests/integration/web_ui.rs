@@ -701,6 +701,72 @@ fn auth_prompt_refuses_a_wrong_token_and_shows_only_the_tokens_tenant() {
 }
 
 #[test]
+fn under_a_base_path_the_ui_and_every_api_answer_below_it() {
+    let Some((chromium, driver)) = browser_or_skip() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(
+        &tmp.path().join("data"),
+        &["--http-base-path", "/obs/sightline/"],
+        tmp.path().join("server.log"),
+    );
+    let trace = "cccccccccccccccccccccccccccccccc";
+    let body = spans_of("svc-c", trace).to_string();
+    let post = |path: &str| {
+        http(
+            server.http,
+            "POST",
+            path,
+            &[("content-type", "application/json")],
+            body.as_bytes(),
+        )
+        .unwrap()
+        .status
+    };
+    // OTLP and the APIs answer under the prefix only.
+    assert_eq!(post("/v1/traces"), 404);
+    assert_eq!(post("/obs/sightline/v1/traces"), 200);
+    let t = get(server.http, "/obs/sightline/api/v1/tenants", &[]);
+    assert_eq!(t["auth"], false, "{t}");
+    assert_eq!(
+        http(server.http, "GET", "/api/v1/tenants", &[], b"")
+            .unwrap()
+            .status,
+        404
+    );
+    // The prefix without its slash redirects to the UI's page, query kept.
+    let r = http(server.http, "GET", "/obs/sightline?x=1", &[], b"").unwrap();
+    assert_eq!(r.status, 308);
+    assert_eq!(r.header("location"), Some("/obs/sightline/?x=1"));
+
+    // The UI, opened at the prefix without its slash, follows the redirect and lists the
+    // trace: its scripts and API calls all resolve under the prefix.
+    let b = Browser::start(&chromium, &driver, &shots());
+    b.open(&format!(
+        "http://{}/obs/sightline#/traces?since=1h",
+        server.http
+    ));
+    let ids = b.wait_for(
+        "the trace list under the base path",
+        "const r = [...document.querySelectorAll('[data-testid=trace-row]')].map(r => r.dataset.traceId);
+         return r.length ? [location.pathname, r] : null",
+    );
+    assert_eq!(ids, json!(["/obs/sightline/", [trace]]));
+    b.open(&format!(
+        "http://{}/obs/sightline/#/trace/{trace}",
+        server.http
+    ));
+    let rows = b.wait_for(
+        "the waterfall under the base path",
+        "const n = document.querySelectorAll('[data-testid=span-row]').length; return n ? n : null",
+    );
+    assert_eq!(rows, json!(2));
+    drop(b);
+    server.stop();
+}
+
+#[test]
 fn answers_are_compressed_for_clients_that_accept_gzip() {
     let tmp = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(&tmp.path().join("data"), &[], tmp.path().join("s.log"));

@@ -161,6 +161,12 @@ pub struct ServeArgs {
     #[arg(long = "cors-allowed-origin", value_name = "ORIGIN")]
     pub cors_allowed_origins: Vec<String>,
 
+    /// Serve every HTTP route (API, OTLP, web UI) under this path prefix, for a reverse proxy
+    /// that passes `/PREFIX/...` through unchanged (`/sightline`); `/PREFIX` redirects to
+    /// `/PREFIX/` and other paths answer 404 [default: /].
+    #[arg(long, env = "SIGHTLINE_HTTP_BASE_PATH", value_name = "PREFIX")]
+    pub http_base_path: Option<String>,
+
     /// Most metric series per tenant [default: 1000000].
     #[arg(long, env = "SIGHTLINE_MAX_SERIES_PER_TENANT", value_name = "N")]
     pub max_series_per_tenant: Option<usize>,

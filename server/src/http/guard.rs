@@ -34,6 +34,8 @@ pub struct HttpSettings {
     /// Origins (`scheme://host[:port]`) allowed to call the API from a browser page on
     /// another origin; CORS headers are sent for them only.
     pub cors_allowed_origins: Vec<String>,
+    /// The path prefix every route answers under (root by default).
+    pub base_path: super::base_path::BasePath,
 }
 
 /// The host part of a `Host` header value (`[::1]:80` -> `::1`, `a.b:80` -> `a.b`).
