@@ -37,12 +37,13 @@ use std::time::Duration;
 use serde::Deserialize;
 use sightline_storage::{FsyncPolicy, StoreConfig};
 
+mod base_path;
 mod flags;
 
+pub use base_path::BasePath;
 pub use flags::{FsyncMode, LogFormat, ServeArgs};
 
 use crate::error::ConfigError;
-use crate::http::base_path::BasePath;
 use crate::limits::Limits;
 
 /// Logging settings.

@@ -35,7 +35,7 @@ pub struct HttpSettings {
     /// another origin; CORS headers are sent for them only.
     pub cors_allowed_origins: Vec<String>,
     /// The path prefix every route answers under (root by default).
-    pub base_path: super::base_path::BasePath,
+    pub base_path: crate::config::BasePath,
 }
 
 /// The host part of a `Host` header value (`[::1]:80` -> `::1`, `a.b:80` -> `a.b`).
