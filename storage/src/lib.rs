@@ -26,7 +26,8 @@
 //! | `wal` (+`wal/frame`, `wal/entry`, `wal/io`) | segmented write-ahead log, record framing, group commit, replay, truncation of torn tails; every record written at the offset the log tracks, a failed undo poisons; `wal/io::WalIo` is the seam the fault-injection tests (`wal/fault_tests`) replace |
 //! | `memtable` | unflushed batches per tenant+signal, the global `MemoryBudget`, in-memory text index for unflushed logs |
 //! | `segment` (+`segment/writer`, `segment/scan`) | immutable Parquet segments: sort, encode, postings (built column-wise, grouped by value), text index, checksums; open+verify; pruned scans |
-//! | `postings` | per-segment `key=value -> roaring bitmap` inverted index |
+//! | `postings` | per-segment `key=value -> roaring bitmap` inverted index, and the per-key policy moving high-cardinality keys to `attr_bloom` by measured size |
+//! | `attr_bloom` | per-segment, per-row-group bloom filters of the `key=value` pairs of the keys postings leave to them |
 //! | `rollup` | per-segment span rollups: spans pre-aggregated per minute by service, span name, kind, status, GenAI operation, provider and request model (counts, time extent, count/sum/min/max of every numeric GenAI/quality column), and the rule deciding when a segment may answer from them; `rollup/view`: `RollupView`, the one reader of the rollup rows a scan returns (weights, status, durations) |
 //! | `text_index` (+`text_index/bounds`) | tantivy index over log bodies (per segment, and in RAM for memtables); query length, nesting and clause bounds checked before tantivy parses |
 //! | `manifest` | the list of live segments + WAL checkpoint, replaced atomically |
@@ -36,6 +37,7 @@
 //! | `deadline` | `Deadline`: a cooperative deadline plus cancel flag; `ScanRequest::deadline` is checked per segment, row group, batch and series matched |
 //! | `config`, `clock`, `fsutil`, `error` | configuration, injectable clock (`Store::now` is every server component's "now"), durable and owner-only (0600/0700) file helpers, `StorageError` |
 
+pub mod attr_bloom;
 pub mod clock;
 pub mod columnar;
 pub mod config;

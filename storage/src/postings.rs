@@ -9,8 +9,19 @@
 //! incomplete: lookups on it answer [`Lookup::Unknown`] and the reader falls back to scanning.
 //! A key absent from a segment's postings is absent from all its rows.
 //!
+//! **Index policy, per key and segment, by measured cost** ([`PostingsBuilder::finish_indexed`]):
+//! a key with at least [`MIN_VALUES_FOR_BLOOM`] distinct values whose postings would take at
+//! least [`BLOOM_SAVING`] times the bytes of row-group blooms over the same pairs, and whose
+//! values each sit in few row groups (a typical value in at most 1/[`BLOOM_SELECTIVITY`] of
+//! them, so a bloom still skips most of the segment), is indexed by the per-row-group blooms of
+//! [`crate::attr_bloom`] instead: its postings entry keeps no values and is marked
+//! [`Postings::in_blooms`], lookups answer [`Lookup::Unknown`], and the reader skips the row
+//! groups whose bloom lacks the pair. Integer promoted columns (token counts) get no postings
+//! at all: equality on them is rare, and their Parquet statistics stay.
+//!
 //! On disk: `magic (8) | crc32c of body (u32 LE) | body`, body = `u32 key count`, then per key
-//! `u16 len | key | u8 complete | u32 value count`, per value `u32 len | value | u32 len | roaring`.
+//! `u16 len | key | u8 state (0 incomplete, 1 complete, 2 in the blooms) | u32 value count`, per
+//! value `u32 len | value | u32 len | roaring`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,6 +29,7 @@ use std::path::Path;
 use regex::Regex;
 use roaring::RoaringBitmap;
 
+use crate::attr_bloom::AttrBlooms;
 use crate::error::{Result, StorageError};
 
 const MAGIC: &[u8; 8] = b"SLPOST01";
@@ -28,11 +40,35 @@ pub const MAX_VALUE_LEN: usize = 256;
 pub const MAX_KEY_LEN: usize = 1024;
 /// Most distinct values indexed per key and segment; past it the key becomes incomplete.
 pub const MAX_VALUES_PER_KEY: usize = 100_000;
+/// Fewest distinct values of a key indexed by row-group blooms instead of postings.
+pub const MIN_VALUES_FOR_BLOOM: usize = 1024;
+/// Blooms replace postings only when the postings would be at least this many times larger.
+pub const BLOOM_SAVING: usize = 4;
+/// ... and a typical value sits in at most 1/this of the row groups.
+pub const BLOOM_SELECTIVITY: usize = 8;
+/// Bytes of bloom per distinct pair of a row group (split-block bloom at 1 % false positives
+/// takes about 10 bits, rounded to a power of two).
+const BLOOM_BYTES_PER_PAIR: f64 = 1.6;
+
+const STATE_INCOMPLETE: u8 = 0;
+const STATE_COMPLETE: u8 = 1;
+const STATE_IN_BLOOMS: u8 = 2;
 
 #[derive(Debug, Default, Clone, PartialEq)]
 struct KeyPostings {
     complete: bool,
+    /// Not in the postings but in the segment's row-group blooms (never with `complete`).
+    in_blooms: bool,
     values: BTreeMap<String, RoaringBitmap>,
+}
+
+/// What [`PostingsBuilder::finish_indexed`] decided, for the segment's statistics.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct IndexSplit {
+    /// Keys moved to the row-group blooms.
+    pub bloom_keys: Vec<String>,
+    /// Postings bytes those keys would have taken.
+    pub postings_bytes_saved: usize,
 }
 
 /// The answer of a postings lookup.
@@ -71,6 +107,7 @@ impl PostingsBuilder {
             Some(e) => e,
             None => self.keys.entry(key.to_owned()).or_insert(KeyPostings {
                 complete: true,
+                in_blooms: false,
                 values: BTreeMap::new(),
             }),
         };
@@ -151,6 +188,70 @@ impl PostingsBuilder {
         }
         Postings { keys: self.keys }
     }
+
+    /// Finishes the postings of a segment whose row groups hold `group_rows` rows each,
+    /// moving the keys the index policy (module docs) picks into row-group blooms; the blooms
+    /// are `None` when no key was moved.
+    pub fn finish_indexed(self, group_rows: u32) -> (Postings, Option<AttrBlooms>, IndexSplit) {
+        let mut postings = self.finish();
+        let group_rows = group_rows.max(1);
+        let mut split = IndexSplit::default();
+        let n_groups = postings
+            .keys
+            .values()
+            .flat_map(|k| k.values.values())
+            .filter_map(RoaringBitmap::max)
+            .max()
+            .map_or(0, |m| (m / group_rows) as usize + 1);
+        // Per group, the pairs of the moved keys.
+        let mut pairs: Vec<Vec<(String, String)>> = vec![Vec::new(); n_groups];
+        for (key, kp) in postings.keys.iter_mut() {
+            if !kp.complete || kp.values.len() < MIN_VALUES_FOR_BLOOM || n_groups == 0 {
+                continue;
+            }
+            let mut postings_bytes = 0usize;
+            let mut touched = 0usize;
+            let mut groups_of: Vec<Vec<usize>> = Vec::with_capacity(kp.values.len());
+            for (v, b) in &kp.values {
+                postings_bytes += 8 + v.len() + b.serialized_size();
+                let mut gs: Vec<usize> = Vec::new();
+                for row in b {
+                    let g = (row / group_rows) as usize;
+                    if gs.last() != Some(&g) {
+                        gs.push(g);
+                    }
+                }
+                touched += gs.len();
+                groups_of.push(gs);
+            }
+            let bloom_bytes = (touched as f64 * BLOOM_BYTES_PER_PAIR) as usize;
+            let selective = touched * BLOOM_SELECTIVITY <= kp.values.len() * n_groups;
+            if bloom_bytes.saturating_mul(BLOOM_SAVING) > postings_bytes || !selective {
+                continue;
+            }
+            for ((v, _), gs) in kp.values.iter().zip(&groups_of) {
+                for &g in gs {
+                    if let Some(p) = pairs.get_mut(g) {
+                        p.push((key.clone(), v.clone()));
+                    }
+                }
+            }
+            split.bloom_keys.push(key.clone());
+            split.postings_bytes_saved += postings_bytes;
+            kp.complete = false;
+            kp.in_blooms = true;
+            kp.values.clear();
+        }
+        if split.bloom_keys.is_empty() {
+            return (postings, None, split);
+        }
+        let refs: Vec<Vec<(&str, &str)>> = pairs
+            .iter()
+            .map(|g| g.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect())
+            .collect();
+        let blooms = AttrBlooms::build(group_rows, &refs);
+        (postings, Some(blooms), split)
+    }
 }
 
 struct Reader<'a> {
@@ -189,7 +290,13 @@ impl Postings {
             let key = key.as_bytes();
             body.extend_from_slice(&(key.len() as u16).to_le_bytes());
             body.extend_from_slice(key);
-            body.push(u8::from(kp.complete));
+            body.push(if kp.in_blooms {
+                STATE_IN_BLOOMS
+            } else if kp.complete {
+                STATE_COMPLETE
+            } else {
+                STATE_INCOMPLETE
+            });
             body.extend_from_slice(&(kp.values.len() as u32).to_le_bytes());
             for (v, bitmap) in &kp.values {
                 body.extend_from_slice(&(v.len() as u32).to_le_bytes());
@@ -223,7 +330,11 @@ impl Postings {
         for _ in 0..n_keys {
             let klen = r.u16().ok_or_else(|| bad("truncated key"))? as usize;
             let key = r.str(klen).ok_or_else(|| bad("bad key"))?.to_owned();
-            let complete = r.u8().ok_or_else(|| bad("truncated"))? != 0;
+            let state = r.u8().ok_or_else(|| bad("truncated"))?;
+            if state > STATE_IN_BLOOMS {
+                return Err(bad("unknown key state"));
+            }
+            let (complete, in_blooms) = (state == STATE_COMPLETE, state == STATE_IN_BLOOMS);
             let n_values = r.u32().ok_or_else(|| bad("truncated"))?;
             let mut values = BTreeMap::new();
             for _ in 0..n_values {
@@ -235,7 +346,17 @@ impl Postings {
                     .map_err(|e| bad(&format!("bitmap: {e}")))?;
                 values.insert(value, bitmap);
             }
-            keys.insert(key, KeyPostings { complete, values });
+            if in_blooms && !values.is_empty() {
+                return Err(bad("a key in the blooms lists values"));
+            }
+            keys.insert(
+                key,
+                KeyPostings {
+                    complete,
+                    in_blooms,
+                    values,
+                },
+            );
         }
         if r.pos != body.len() {
             return Err(bad("trailing bytes"));
@@ -287,6 +408,11 @@ impl Postings {
             .get(key)
             .into_iter()
             .flat_map(|kp| kp.values.keys().map(String::as_str))
+    }
+
+    /// Whether `key` is indexed by the segment's row-group blooms instead of postings.
+    pub fn in_blooms(&self, key: &str) -> bool {
+        self.keys.get(key).is_some_and(|k| k.in_blooms)
     }
 
     /// Indexed keys.
@@ -350,5 +476,41 @@ mod tests {
             Lookup::Rows(r) => assert_eq!(r.len(), 10),
             Lookup::Unknown => panic!("svc is complete"),
         }
+    }
+
+    #[test]
+    fn the_policy_moves_only_keys_whose_blooms_pay() {
+        let mut b = PostingsBuilder::new();
+        let (rows, group) = (64_000u32, 1_000u32);
+        for row in 0..rows {
+            // 8,000 users, 8 consecutive rows each: one or two groups per user.
+            b.add("user", &format!("u{}", row / 8), row);
+            // 2,000 values spread over every group: blooms would not prune.
+            b.add("spread", &format!("s{}", row % 2_000), row);
+            // Few values: postings stay.
+            b.add("tier", ["free", "pro"][(row % 2) as usize], row);
+        }
+        let (p, blooms, split) = b.finish_indexed(group);
+        assert_eq!(split.bloom_keys, vec!["user".to_owned()]);
+        assert!(split.postings_bytes_saved > 0);
+        let blooms = blooms.expect("blooms for user");
+        assert_eq!((blooms.len(), blooms.group_rows()), (64, group));
+        assert!(blooms.may_contain(0, "user", "u3"));
+        assert!(blooms.may_contain(63, "user", "u7999"));
+        assert!(p.in_blooms("user") && !p.in_blooms("spread"));
+        assert_eq!(p.equals("user", "u3"), Lookup::Unknown);
+        assert!(matches!(p.equals("spread", "s1"), Lookup::Rows(r) if r.len() == 32));
+        // The state survives encoding; an unknown state is corruption.
+        let back = Postings::decode(&p.encode(), Path::new("p")).expect("decode");
+        assert_eq!(back, p);
+        let mut bad = PostingsBuilder::new();
+        bad.add("k", "v", 0);
+        let mut bytes = bad.finish().encode();
+        // body: u32 keys | u16 len | "k" | state
+        let state_at = 12 + 4 + 2 + 1;
+        bytes[state_at] = 3;
+        let body_crc = crc32c::crc32c(&bytes[12..]);
+        bytes[8..12].copy_from_slice(&body_crc.to_le_bytes());
+        assert!(Postings::decode(&bytes, Path::new("p")).is_err());
     }
 }

@@ -5,6 +5,7 @@
 //!     data.parquet    rows, sorted (spans: trace id, start; logs: time; samples: series, time)
 //!     series.parquet  samples only: the series present (id, name, kind, unit, help, labels)
 //!     postings.bin    key=value -> roaring row bitmaps
+//!     attr_blooms.bin per row group, a bloom of the key=value pairs of high-cardinality keys
 //!     rollup.parquet  spans only: per-minute aggregates by service, model, status... (rollup.rs)
 //!     rollup_durations.parquet   spans only: the durations those aggregates summarise, sorted
 //!     text/           logs only: tantivy index of bodies
@@ -35,6 +36,7 @@ pub use scan::ScanStats;
 pub use writer::SegmentWriteOptions;
 pub(crate) use writer::{sort_samples, write_segment};
 
+use crate::attr_bloom::{ATTR_BLOOMS_FILE, AttrBlooms};
 use crate::error::{IoContext, Result, StorageError};
 use crate::fsutil;
 use crate::manifest::{self, SegmentMeta};
@@ -98,6 +100,8 @@ pub struct Segment {
     text: Option<TextIndex>,
     /// Bloom filter of `trace_id` per row group (spans and logs).
     blooms: Vec<Option<Sbbf>>,
+    /// Blooms of the `key=value` pairs of the keys the postings left to them, per row group.
+    attr_blooms: Option<AttrBlooms>,
     /// Series present (samples).
     series: Vec<Arc<SeriesDef>>,
     /// Whether the segment has rollup files (spans), the rollup rows once read, and the
@@ -230,6 +234,27 @@ impl Segment {
             .files
             .iter()
             .any(|f| f.name == crate::rollup::ROLLUP_FILE);
+        let attr_blooms = if meta.files.iter().any(|f| f.name == ATTR_BLOOMS_FILE) {
+            let path = dir.join(ATTR_BLOOMS_FILE);
+            let b = AttrBlooms::decode(&std::fs::read(&path).at(&path)?, &path)?;
+            // Group i covers rows [i * group_rows, ...): the Parquet row groups must agree.
+            let groups = parquet.metadata().row_groups();
+            let fits = b.len() <= groups.len()
+                && groups
+                    .iter()
+                    .rev()
+                    .skip(1)
+                    .all(|g| g.num_rows() == i64::from(b.group_rows()));
+            if !fits {
+                return Err(StorageError::corruption(
+                    &path,
+                    "attribute blooms do not match the row groups",
+                ));
+            }
+            Some(b)
+        } else {
+            None
+        };
         Ok(Self {
             meta,
             dir,
@@ -238,6 +263,7 @@ impl Segment {
             postings,
             text,
             blooms,
+            attr_blooms,
             series,
             has_rollup,
             rollup: OnceLock::new(),

@@ -488,6 +488,24 @@ impl Segment {
             .columns()
             .iter()
             .position(|c| c.path().string() == col::TRACE_ID);
+        // Equality matchers on keys this segment indexes by row-group blooms.
+        let bloom_pairs: Vec<(&str, &str)> = match &self.attr_blooms {
+            Some(_) => req
+                .predicates
+                .iter()
+                .filter_map(|p| match p {
+                    Predicate::Attr(m)
+                        if m.op == MatchOp::Eq
+                            && !m.matches_missing()
+                            && self.postings.in_blooms(&m.key) =>
+                    {
+                        Some((m.key.as_str(), m.value.as_str()))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         let mut groups = Vec::new();
         let mut start = 0u64;
         stats.row_groups_total += md.num_row_groups();
@@ -514,6 +532,11 @@ impl Segment {
             }
             if let Some(Some(bloom)) = self.blooms.get(i)
                 && traces.iter().any(|t| !bloom.check(&t.as_bytes()[..]))
+            {
+                continue;
+            }
+            if let Some(ab) = &self.attr_blooms
+                && bloom_pairs.iter().any(|(k, v)| !ab.may_contain(i, k, v))
             {
                 continue;
             }

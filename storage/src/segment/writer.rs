@@ -14,6 +14,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use super::{DATA_FILE, META_FILE, POSTINGS_FILE, SERIES_FILE, TEXT_DIR};
+use crate::attr_bloom::ATTR_BLOOMS_FILE;
 use crate::columnar::{self, AttrReader};
 use crate::error::{IoContext, Result, StorageError};
 use crate::fsutil;
@@ -246,26 +247,21 @@ fn index_attrs(p: &mut PostingsBuilder, reader: &AttrReader<'_>, rows: usize) ->
 }
 
 /// Adds a promoted column's values to the postings, grouped by value. Absent optional values
-/// render as "" and are left out, like a missing attribute.
+/// render as "" and are left out, like a missing attribute. An integer column (token counts)
+/// gets no postings: its key is marked incomplete when any row has a value, so lookups scan
+/// (its Parquet statistics stay).
 fn index_column(p: &mut PostingsBuilder, key: &str, r: &CellRenderer<'_>, rows: usize) {
-    let mut groups: HashMap<Cow<'_, str>, Vec<u32>> = HashMap::new();
     if let CellRenderer::Int64(a) = r {
-        // Group by the number and render each distinct value once.
-        let mut ints: HashMap<i64, Vec<u32>> = HashMap::new();
-        for row in 0..rows {
-            if a.is_valid(row) {
-                ints.entry(a.value(row)).or_default().push(row as u32);
-            }
+        if a.null_count() < rows {
+            p.mark_incomplete(key);
         }
-        for (v, rows) in ints {
-            groups.insert(Cow::Owned(v.to_string()), rows);
-        }
-    } else {
-        for row in 0..rows {
-            let v = r.render(row);
-            if !v.is_empty() {
-                groups.entry(v).or_default().push(row as u32);
-            }
+        return;
+    }
+    let mut groups: HashMap<Cow<'_, str>, Vec<u32>> = HashMap::new();
+    for row in 0..rows {
+        let v = r.render(row);
+        if !v.is_empty() {
+            groups.entry(v).or_default().push(row as u32);
         }
     }
     for (value, rows) in &groups {
@@ -408,7 +404,17 @@ pub(crate) fn write_segment(
             p
         }
     };
-    let postings = postings.finish();
+    let postings = match signal {
+        Signal::Spans | Signal::Logs => {
+            let group_rows = u32::try_from(opts.row_group_rows).unwrap_or(u32::MAX);
+            let (postings, blooms, _) = postings.finish_indexed(group_rows);
+            if let Some(b) = blooms {
+                fsutil::write_private_file(&dir.join(ATTR_BLOOMS_FILE), &b.encode()?)?;
+            }
+            postings
+        }
+        Signal::Samples => postings.finish(),
+    };
     fsutil::write_private_file(&dir.join(POSTINGS_FILE), &postings.encode())?;
 
     if signal == Signal::Spans
