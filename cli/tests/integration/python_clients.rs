@@ -111,11 +111,28 @@ fn check_span(sent: &Value, got: &SpanRecord) {
         .filter(|(k, v)| !promoted_losslessly(k, v))
         .cloned()
         .collect();
-    assert_eq!(
-        sorted(got.attributes.clone()),
-        expected,
-        "attributes of {name}"
-    );
+    // What was sent comes back as sent; a span scored at ingest (its own documents and
+    // answer) also holds its evidence, the `sightline.evaluation.*` attributes.
+    let (evidence, stored): (Vec<_>, Vec<_>) = got
+        .attributes
+        .iter()
+        .cloned()
+        .partition(|(k, _)| k.starts_with("sightline.evaluation."));
+    assert_eq!(sorted(stored), expected, "attributes of {name}");
+    if got.quality.hallucination_index.is_some() {
+        let at = |key: &str| evidence.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        assert_eq!(
+            at("sightline.evaluation.target_span_id"),
+            Some(&AttrValue::Str(got.span_id.to_hex())),
+            "evidence of {name}: {evidence:?}"
+        );
+        assert!(
+            at("sightline.evaluation.evidence").is_some(),
+            "{name}: {evidence:?}"
+        );
+    } else {
+        assert!(evidence.is_empty(), "{name} was not scored: {evidence:?}");
+    }
     // Every canonical attribute that left the list is in its column.
     let g = &got.gen_ai;
     for (k, v) in &sent_attrs {
