@@ -25,8 +25,12 @@
 //! for them ([`crate::ScanRequest::rollup_durations`]); the rest of a rollup is kept in memory
 //! once read, up to [`CACHE_BYTES`] for the whole process.
 //!
-//! A segment whose spans form so many groups that a rollup would not be much smaller than the
-//! rows gets none, and is always read row by row.
+//! A rollup stays a small part of its segment: when the spans form more than one group per
+//! [`MIN_SPANS_PER_ROW`] spans, the string key with the most distinct values (typically the
+//! span name) is left out and the spans regrouped, up to [`MAX_DROPPED_KEYS`] keys; the keys
+//! left out are written as `""` and named in the rollup's schema metadata
+//! ([`DROPPED_KEYS_META`]), and a scan that filters, groups or projects on one of them reads the
+//! segment's rows instead. A segment whose spans still form too many groups gets no rollup.
 
 use std::sync::{Arc, LazyLock};
 
@@ -83,9 +87,14 @@ pub(crate) fn release_cache(bytes: usize) {
 /// Width of a rollup bucket: one minute.
 pub const BUCKET_NANOS: i64 = 60_000_000_000;
 
-/// Spans per segment below which a rollup is always written; above, only when it has at most
-/// half as many rows as the segment.
+/// Rollups of at most this many rows are always written, whatever their spans per row.
 const ALWAYS_BELOW_GROUPS: usize = 1024;
+/// Fewest spans per rollup row (on average) for a rollup to be written.
+pub const MIN_SPANS_PER_ROW: usize = 8;
+/// Most string keys left out of a rollup to reach [`MIN_SPANS_PER_ROW`].
+pub const MAX_DROPPED_KEYS: usize = 2;
+/// Schema metadata key of a rollup: the key columns it leaves out, comma-separated.
+pub const DROPPED_KEYS_META: &str = "sightline.rollup.dropped_keys";
 
 /// Rollup column: spans in the row.
 pub const ROWS: &str = "rollup_rows";
@@ -251,8 +260,72 @@ impl Num<'_> {
     }
 }
 
+/// The key columns `rows` (a rollup's rows) leaves out ([`DROPPED_KEYS_META`]).
+pub fn dropped_keys(rows: &RecordBatch) -> Vec<&str> {
+    rows.schema_ref()
+        .metadata()
+        .get(DROPPED_KEYS_META)
+        .map(|v| v.split(',').filter(|k| !k.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// The spans grouped by minute and key: per group its key, spans, start extent and durations;
+/// per span its group.
+#[derive(Default)]
+struct Grouping {
+    keys: Vec<(i64, [u32; 5], [u8; 2])>,
+    rows: Vec<u64>,
+    t_min: Vec<i64>,
+    t_max: Vec<i64>,
+    gids: Vec<u32>,
+    durations: Vec<Vec<i64>>,
+}
+
+/// Groups the spans by minute, the string keys not `dropped` (interned ids) and the codes.
+fn group(
+    n: usize,
+    starts: &TimestampNanosecondArray,
+    dur: &Int64Array,
+    interned: &[(Vec<u32>, Vec<Option<&str>>)],
+    codes: &[&UInt8Array],
+    dropped: &[bool; 5],
+) -> Grouping {
+    let mut out = Grouping {
+        gids: Vec::with_capacity(n),
+        ..Grouping::default()
+    };
+    let mut index: FxHashMap<(i64, [u32; 5], [u8; 2]), u32> = FxHashMap::default();
+    for i in 0..n {
+        let t = starts.value(i);
+        let mut s = [0u32; 5];
+        for (k, (ids, _)) in interned.iter().enumerate() {
+            s[k] = if dropped[k] { u32::MAX } else { ids[i] };
+        }
+        let key = (
+            t.div_euclid(BUCKET_NANOS),
+            s,
+            [codes[0].value(i), codes[1].value(i)],
+        );
+        let g = *index.entry(key).or_insert_with(|| {
+            out.keys.push(key);
+            out.rows.push(0);
+            out.t_min.push(i64::MAX);
+            out.t_max.push(i64::MIN);
+            out.durations.push(Vec::new());
+            (out.keys.len() - 1) as u32
+        });
+        let gu = g as usize;
+        out.durations[gu].push(dur.value(i));
+        out.rows[gu] += 1;
+        out.t_min[gu] = out.t_min[gu].min(t);
+        out.t_max[gu] = out.t_max[gu].max(t);
+        out.gids.push(g);
+    }
+    out
+}
+
 /// Builds the rollup of a batch of spans (any order); `None` when the spans form too many
-/// groups for a rollup to pay (see the module doc).
+/// groups for a rollup to pay even without [`MAX_DROPPED_KEYS`] keys (see the module doc).
 pub fn build(spans: &RecordBatch) -> Result<Option<Rollup>> {
     let n = spans.num_rows();
     let starts: &TimestampNanosecondArray = column(spans, col::START_TIME)?;
@@ -306,45 +379,35 @@ pub fn build(spans: &RecordBatch) -> Result<Option<Rollup>> {
         interned.push((row_ids, values));
     }
 
-    type Key = (i64, [u32; 5], [u8; 2]);
-    let mut groups: FxHashMap<Key, u32> = FxHashMap::default();
-    let mut keys: Vec<Key> = Vec::new();
-    let mut rows: Vec<u64> = Vec::new();
-    let mut t_min: Vec<i64> = Vec::new();
-    let mut t_max: Vec<i64> = Vec::new();
-    let mut gids: Vec<u32> = Vec::with_capacity(n);
-    let mut durations: Vec<Vec<i64>> = Vec::new();
     let dur: &Int64Array = column(spans, col::DURATION)?;
-    for i in 0..n {
-        let t = starts.value(i);
-        let mut s = [0u32; 5];
-        for (k, (ids, _)) in interned.iter().enumerate() {
-            s[k] = ids[i];
+    let mut dropped = [false; 5];
+    let mut g = loop {
+        let grouping = group(n, starts, dur, &interned, &codes, &dropped);
+        let g = grouping.keys.len();
+        if g <= ALWAYS_BELOW_GROUPS || g * MIN_SPANS_PER_ROW <= n {
+            break grouping;
         }
-        let key: Key = (
-            t.div_euclid(BUCKET_NANOS),
-            s,
-            [codes[0].value(i), codes[1].value(i)],
-        );
-        let g = *groups.entry(key).or_insert_with(|| {
-            keys.push(key);
-            rows.push(0);
-            t_min.push(i64::MAX);
-            t_max.push(i64::MIN);
-            durations.push(Vec::new());
-            (keys.len() - 1) as u32
-        });
-        let gu = g as usize;
-        durations[gu].push(dur.value(i));
-        rows[gu] += 1;
-        t_min[gu] = t_min[gu].min(t);
-        t_max[gu] = t_max[gu].max(t);
-        gids.push(g);
-    }
+        if dropped.iter().filter(|d| **d).count() == MAX_DROPPED_KEYS {
+            return Ok(None);
+        }
+        // Leave out the kept key with the most distinct values.
+        let Some(k) = (0..STRING_KEYS.len())
+            .filter(|&k| !dropped[k])
+            .max_by_key(|&k| interned[k].1.len())
+        else {
+            return Ok(None);
+        };
+        dropped[k] = true;
+    };
+    let Grouping {
+        keys,
+        rows,
+        t_min,
+        t_max,
+        gids,
+        durations,
+    } = std::mem::take(&mut g);
     let g = keys.len();
-    if g > ALWAYS_BELOW_GROUPS && g * 2 > n {
-        return Ok(None);
-    }
     let mut measures: Vec<MeasureAcc> = Vec::with_capacity(nums.len());
     for num in &nums {
         let mut acc = MeasureAcc {
@@ -372,6 +435,11 @@ pub fn build(spans: &RecordBatch) -> Result<Option<Rollup>> {
     for (k, (_, values)) in interned.iter().enumerate() {
         let mut b = StringBuilder::new();
         for key in &keys {
+            if dropped[k] {
+                // Never read (scans needing the key read the rows); "" fits every key column.
+                b.append_value("");
+                continue;
+            }
             match values.get(key.1[k] as usize).copied().flatten() {
                 Some(v) => b.append_value(v),
                 None => b.append_null(),
@@ -410,8 +478,23 @@ pub fn build(spans: &RecordBatch) -> Result<Option<Rollup>> {
         columns.push(min);
         columns.push(max);
     }
+    let left_out: Vec<&str> = (0..STRING_KEYS.len())
+        .filter(|&k| dropped[k])
+        .map(|k| STRING_KEYS[k])
+        .collect();
+    let schema = if left_out.is_empty() {
+        SCHEMA.clone()
+    } else {
+        let meta = [(DROPPED_KEYS_META.to_owned(), left_out.join(","))];
+        Arc::new(
+            SCHEMA.as_ref().clone().with_metadata(
+                meta.into_iter()
+                    .collect::<std::collections::HashMap<_, _>>(),
+            ),
+        )
+    };
     Ok(Some(Rollup {
-        rows: RecordBatch::try_new(SCHEMA.clone(), columns)?,
+        rows: RecordBatch::try_new(schema, columns)?,
         durations: RecordBatch::try_new(
             DURATIONS_SCHEMA.clone(),
             vec![Arc::new(Int64Array::from(flat))],
@@ -629,6 +712,45 @@ mod tests {
         assert_eq!(
             at(place(&r, range(0, 2 * BUCKET_NANOS + 2)).unwrap()),
             (Inside, Outside)
+        );
+    }
+
+    #[test]
+    fn a_key_with_too_many_values_is_left_out() {
+        // 4,000 spans in one minute with 2,000 span names over 2 services: with the names a
+        // rollup row would hold 2 spans; without them, 2,000 each.
+        let spans: Vec<SpanRecord> = (0..4_000u64)
+            .map(|i| {
+                let mut s = span(i, 0, ["api", "rag"][(i % 2) as usize], Some("m1"), false);
+                s.name = format!("GET /item/{}", i / 2);
+                s
+            })
+            .collect();
+        let r = build(&columnar::spans_to_batch(&spans).unwrap())
+            .unwrap()
+            .unwrap()
+            .rows;
+        assert_eq!(dropped_keys(&r), vec![col::SPAN_NAME]);
+        assert_eq!(r.num_rows(), 2);
+        let names: &StringArray = column(&r, col::SPAN_NAME).unwrap();
+        assert!(
+            names.iter().all(|n| n == Some("")),
+            "a left-out key is empty"
+        );
+        let rows: &UInt64Array = column(&r, ROWS).unwrap();
+        assert_eq!(rows.values().iter().sum::<u64>(), 4_000);
+        // Unique names and services and models: nothing left to group, no rollup.
+        let spans: Vec<SpanRecord> = (0..4_000u64)
+            .map(|i| {
+                let mut s = span(i, 0, &format!("svc-{i}"), Some(&format!("m{i}")), false);
+                s.name = format!("op-{i}");
+                s
+            })
+            .collect();
+        assert!(
+            build(&columnar::spans_to_batch(&spans).unwrap())
+                .unwrap()
+                .is_none()
         );
     }
 }

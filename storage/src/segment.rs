@@ -288,8 +288,9 @@ impl Segment {
         let file = std::fs::File::open(&path).at(&path)?;
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(e.to_string()))?;
-        let schema = crate::rollup::SCHEMA.clone();
-        if builder.schema().fields() != schema.fields() {
+        // The file's own schema: its metadata names the keys the rollup leaves out.
+        let schema = builder.schema().clone();
+        if schema.fields() != crate::rollup::SCHEMA.fields() {
             // Rollups are derived data: one written by another build is ignored (the rows
             // answer instead), not treated as damage.
             tracing::warn!(

@@ -21,6 +21,8 @@ mod deadline;
 mod file_modes;
 #[path = "store/index_policy.rs"]
 mod index_policy;
+#[path = "store/rollup_keys.rs"]
+mod rollup_keys;
 
 const HOUR: i64 = 3_600_000_000_000;
 const T0: i64 = 1_795_960_800_000_000_000; // 2026-11-29T14:00Z

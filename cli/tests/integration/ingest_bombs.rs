@@ -323,3 +323,62 @@ fn a_spent_decoded_budget_answers_retry_later() {
     let _ = tx.send(());
     rt.block_on(done).unwrap();
 }
+
+#[test]
+fn a_request_over_the_memory_budget_counts_its_items() {
+    use sightline_server::ingest::{Body, Ingest};
+    use sightline_server::otlp::{Encoding, SignalKind};
+    use sightline_server::telemetry::{Telemetry, Transport};
+    use sightline_storage::{Store, StoreConfig, TenantId};
+    let dir = tempfile::tempdir().unwrap();
+    // No background flush: the memtables keep what is appended.
+    let store = Store::open(
+        dir.path(),
+        StoreConfig {
+            background: false,
+            memory_budget_bytes: 1 << 20,
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap();
+    let telemetry = std::sync::Arc::new(Telemetry::new());
+    let ingest = std::sync::Arc::new(Ingest::new(
+        std::sync::Arc::new(store),
+        sightline_server::Limits::default(),
+        sightline_server::auth::Auth::default(),
+        telemetry.clone(),
+    ));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let send = |seq: u64, spans: usize| {
+        let body = Body {
+            bytes: Bytes::from(sightline_server::loadgen::traces_body(seq, spans)),
+            gzip: false,
+            encoding: Encoding::Protobuf,
+        };
+        rt.block_on(ingest.export(
+            SignalKind::Traces,
+            Transport::Http,
+            TenantId::new("load").unwrap(),
+            body,
+        ))
+    };
+    // The first request fills the budget (an empty store admits one batch of any size) ...
+    let mut seq = 0;
+    while send(seq, 2_000).is_ok() {
+        seq += 1;
+        assert!(seq < 100, "the 1 MiB budget never filled");
+    }
+    // ... and each refused one counts its 2,000 spans.
+    let e = send(seq + 1, 2_000).unwrap_err();
+    assert_eq!(e.reason(), "over_budget", "{e}");
+    let m = telemetry.render(None);
+    assert!(
+        m.contains(
+            "sightline_ingest_rejected_items_total{signal=\"traces\",reason=\"over_budget\"} 4000"
+        ),
+        "{m}"
+    );
+}

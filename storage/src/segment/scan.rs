@@ -362,6 +362,17 @@ impl Segment {
             return Ok(None);
         };
         let rollup = &rollup;
+        // A key the rollup leaves out cannot be filtered, grouped or returned from it.
+        let dropped = crate::rollup::dropped_keys(rollup);
+        if !dropped.is_empty()
+            && (c.output.iter().any(|o| dropped.contains(&o.as_str()))
+                || c.matchers().any(|m| {
+                    schema::promoted_column(Signal::Spans, &m.key)
+                        .is_none_or(|column| dropped.contains(&column))
+                }))
+        {
+            return Ok(None);
+        }
         let mut masks = Vec::new();
         if req.time != TimeRange::ALL {
             let mut keep = Vec::with_capacity(rollup.num_rows());
