@@ -352,10 +352,11 @@ fn a_request_over_the_memory_budget_counts_its_items() {
         .enable_all()
         .build()
         .unwrap();
-    let send = |seq: u64, spans: usize| {
+    let send_as = |seq: u64, spans: usize, gzipped: bool| {
+        let raw = sightline_server::loadgen::traces_body(seq, spans);
         let body = Body {
-            bytes: Bytes::from(sightline_server::loadgen::traces_body(seq, spans)),
-            gzip: false,
+            bytes: Bytes::from(if gzipped { gzip(&raw) } else { raw }),
+            gzip: gzipped,
             encoding: Encoding::Protobuf,
         };
         rt.block_on(ingest.export(
@@ -365,19 +366,22 @@ fn a_request_over_the_memory_budget_counts_its_items() {
             body,
         ))
     };
+    let send = |seq: u64, spans: usize| send_as(seq, spans, false);
     // The first request fills the budget (an empty store admits one batch of any size) ...
     let mut seq = 0;
     while send(seq, 2_000).is_ok() {
         seq += 1;
         assert!(seq < 100, "the 1 MiB budget never filled");
     }
-    // ... and each refused one counts its 2,000 spans.
+    // ... and each refused one counts its 2,000 spans, gzip-compressed or not.
     let e = send(seq + 1, 2_000).unwrap_err();
+    assert_eq!(e.reason(), "over_budget", "{e}");
+    let e = send_as(seq + 2, 2_000, true).unwrap_err();
     assert_eq!(e.reason(), "over_budget", "{e}");
     let m = telemetry.render(None);
     assert!(
         m.contains(
-            "sightline_ingest_rejected_items_total{signal=\"traces\",reason=\"over_budget\"} 4000"
+            "sightline_ingest_rejected_items_total{signal=\"traces\",reason=\"over_budget\"} 6000"
         ),
         "{m}"
     );
