@@ -7,5 +7,6 @@
 //!
 //! Owns no product code; depends on the product crates, never the other way round.
 
+pub mod index_bench;
 pub mod query_bench;
 pub mod workload;

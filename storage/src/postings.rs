@@ -13,7 +13,8 @@
 //! a key with at least [`MIN_VALUES_FOR_BLOOM`] distinct values whose postings would take at
 //! least [`BLOOM_SAVING`] times the bytes of row-group blooms over the same pairs, and whose
 //! values each sit in few row groups (a typical value in at most 1/[`BLOOM_SELECTIVITY`] of
-//! them, so a bloom still skips most of the segment), is indexed by the per-row-group blooms of
+//! them when the segment has several, so a bloom still skips most of it; a one-group segment's
+//! bloom skips the whole segment for a value it lacks), is indexed by the per-row-group blooms of
 //! [`crate::attr_bloom`] instead: its postings entry keeps no values and is marked
 //! [`Postings::in_blooms`], lookups answer [`Lookup::Unknown`], and the reader skips the row
 //! groups whose bloom lacks the pair. Integer promoted columns (token counts) get no postings
@@ -44,8 +45,8 @@ pub const MAX_VALUES_PER_KEY: usize = 100_000;
 pub const MIN_VALUES_FOR_BLOOM: usize = 1024;
 /// Blooms replace postings only when the postings would be at least this many times larger.
 pub const BLOOM_SAVING: usize = 4;
-/// ... and a typical value sits in at most 1/this of the row groups.
-pub const BLOOM_SELECTIVITY: usize = 8;
+/// ... and a typical value sits in at most 1/this of the row groups (of segments with several).
+pub const BLOOM_SELECTIVITY: usize = 2;
 /// Bytes of bloom per distinct pair of a row group (split-block bloom at 1 % false positives
 /// takes about 10 bits, rounded to a power of two).
 const BLOOM_BYTES_PER_PAIR: f64 = 1.6;
@@ -225,7 +226,8 @@ impl PostingsBuilder {
                 groups_of.push(gs);
             }
             let bloom_bytes = (touched as f64 * BLOOM_BYTES_PER_PAIR) as usize;
-            let selective = touched * BLOOM_SELECTIVITY <= kp.values.len() * n_groups;
+            let selective =
+                n_groups == 1 || touched * BLOOM_SELECTIVITY <= kp.values.len() * n_groups;
             if bloom_bytes.saturating_mul(BLOOM_SAVING) > postings_bytes || !selective {
                 continue;
             }

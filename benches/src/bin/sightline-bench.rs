@@ -8,6 +8,7 @@
 //! cargo run -p sightline-bench --release -- trace-lookup --spans 10000000
 //! cargo run -p sightline-bench --release -- scan
 //! cargo run -p sightline-bench --release -- --dir /tmp/qb query --python .venv/bin/python
+//! cargo run -p sightline-bench --release -- index --users 100000 --names 50
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use sightline_bench::{query_bench, workload};
+use sightline_bench::{index_bench, query_bench, workload};
 use sightline_storage::{
     FsyncPolicy, MetricBatch, Predicate, ScanRequest, Signal, SpanRecord, Store, StoreConfig,
     TenantId, TimeRange, UnixNanos,
@@ -95,6 +96,31 @@ enum Cmd {
         /// Repetitions (the median is reported).
         #[arg(long, default_value_t = 7)]
         repeat: usize,
+    },
+    /// Index and rollup bytes per span of a workload shape, and a user lookup and a count per
+    /// service over the day with them.
+    Index {
+        /// Spans in all.
+        #[arg(long, default_value_t = 2_000_000)]
+        spans: usize,
+        /// Spans per trace.
+        #[arg(long, default_value_t = 10)]
+        spans_per_trace: usize,
+        /// Distinct services.
+        #[arg(long, default_value_t = 10)]
+        services: usize,
+        /// Distinct span names.
+        #[arg(long, default_value_t = 50)]
+        names: usize,
+        /// Distinct models.
+        #[arg(long, default_value_t = 6)]
+        models: usize,
+        /// Distinct users (one per trace).
+        #[arg(long, default_value_t = 100_000)]
+        users: usize,
+        /// Spans per flushed segment.
+        #[arg(long, default_value_t = 500_000)]
+        segment_spans: usize,
     },
     /// The seven query-benchmark questions, answered by Sightline and (with `--python`) by
     /// DuckDB and chDB over the same rows; prints medians, ratios and whether answers agree.
@@ -691,6 +717,26 @@ fn main() {
             python,
         } => run_bytes(&dir, series, points, python.as_deref()),
         Cmd::TraceLookup { spans, lookups } => run_trace_lookup(&dir, spans, lookups),
+        Cmd::Index {
+            spans,
+            spans_per_trace,
+            services,
+            names,
+            models,
+            users,
+            segment_spans,
+        } => index_bench::run(
+            &dir,
+            index_bench::Shape {
+                spans,
+                spans_per_trace,
+                services,
+                names,
+                models,
+                users,
+                segment_spans,
+            },
+        ),
         Cmd::Scan {
             series,
             points,
