@@ -26,8 +26,8 @@
 //! once read, up to [`CACHE_BYTES`] for the whole process.
 //!
 //! A rollup stays a small part of its segment: when the spans form more than one group per
-//! [`MIN_SPANS_PER_ROW`] spans, the string key with the most distinct values (typically the
-//! span name) is left out and the spans regrouped, up to [`MAX_DROPPED_KEYS`] keys; the keys
+//! [`MIN_SPANS_PER_ROW`] spans, the string key other than the service with the most distinct
+//! values (typically the span name) is left out and the spans regrouped, up to [`MAX_DROPPED_KEYS`] keys; the keys
 //! left out are written as `""` and named in the rollup's schema metadata
 //! ([`DROPPED_KEYS_META`]), and a scan that filters, groups or projects on one of them reads the
 //! segment's rows instead. A segment whose spans still form too many groups gets no rollup.
@@ -390,9 +390,10 @@ pub fn build(spans: &RecordBatch) -> Result<Option<Rollup>> {
         if dropped.iter().filter(|d| **d).count() == MAX_DROPPED_KEYS {
             return Ok(None);
         }
-        // Leave out the kept key with the most distinct values.
+        // Leave out the kept key with the most distinct values; never the service, which
+        // nearly every dashboard groups by.
         let Some(k) = (0..STRING_KEYS.len())
-            .filter(|&k| !dropped[k])
+            .filter(|&k| !dropped[k] && STRING_KEYS[k] != col::SERVICE_NAME)
             .max_by_key(|&k| interned[k].1.len())
         else {
             return Ok(None);
