@@ -191,6 +191,15 @@ impl Telemetry {
             "sightline_uptime_seconds {}",
             self.started.elapsed().as_secs_f64()
         );
+        if let Some(rss) = resident_bytes() {
+            family(
+                &mut o,
+                "sightline_process_resident_bytes",
+                "gauge",
+                "Resident set size of the server process (Linux /proc/self/status VmRSS).",
+            );
+            let _ = writeln!(o, "sightline_process_resident_bytes {rss}");
+        }
 
         family(
             &mut o,
@@ -308,7 +317,7 @@ impl Telemetry {
             } else {
                 st.wal.fsync_micros_total as f64 / st.wal.fsyncs as f64 / 1e6
             };
-            let gauges: [(&str, &str, &str, f64); 17] = [
+            let gauges: [(&str, &str, &str, f64); 19] = [
                 (
                     "sightline_wal_fsyncs_total",
                     "counter",
@@ -370,6 +379,18 @@ impl Telemetry {
                     st.memory_budget_bytes as f64,
                 ),
                 (
+                    "sightline_segment_index_bytes",
+                    "gauge",
+                    "Bytes the open segments' indexes hold in memory (postings, blooms).",
+                    st.segment_index_bytes as f64,
+                ),
+                (
+                    "sightline_rollup_cache_bytes",
+                    "gauge",
+                    "Bytes of span rollup rows cached in memory.",
+                    st.rollup_cache_bytes as f64,
+                ),
+                (
                     "sightline_flushes_total",
                     "counter",
                     "Memtable flushes.",
@@ -419,4 +440,12 @@ impl Telemetry {
         }
         o
     }
+}
+
+/// The process's resident set size, from `/proc/self/status` (`None` off Linux).
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

@@ -381,6 +381,19 @@ impl Segment {
         &self.series
     }
 
+    /// Bytes this segment's indexes hold in memory: postings, attribute blooms, trace-id
+    /// blooms.
+    pub fn index_bytes(&self) -> usize {
+        self.postings.heap_size()
+            + self.attr_blooms.as_ref().map_or(0, AttrBlooms::encoded_len)
+            + self
+                .blooms
+                .iter()
+                .flatten()
+                .map(|b| b.num_blocks() * 32)
+                .sum::<usize>()
+    }
+
     /// The postings.
     pub fn postings(&self) -> &Postings {
         &self.postings

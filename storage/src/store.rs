@@ -120,6 +120,12 @@ pub struct StoreStats {
     pub segments: usize,
     /// Bytes of live segments on disk.
     pub segment_bytes: u64,
+    /// Bytes the open segments' indexes hold in memory (postings, attribute and trace-id
+    /// blooms).
+    pub segment_index_bytes: usize,
+    /// Bytes of rollup rows cached in memory (process-wide, at most
+    /// [`crate::rollup::CACHE_BYTES`]).
+    pub rollup_cache_bytes: usize,
     /// Rows in live segments.
     pub segment_rows: u64,
     /// WAL statistics.
@@ -448,6 +454,13 @@ impl Store {
             memory_budget_bytes: self.inner.budget.limit(),
             segments: state.manifest.segments.len(),
             segment_bytes: state.manifest.segments.iter().map(|s| s.bytes()).sum(),
+            segment_index_bytes: state
+                .segments
+                .values()
+                .flatten()
+                .map(|s| s.index_bytes())
+                .sum(),
+            rollup_cache_bytes: crate::rollup::cached_bytes(),
             segment_rows: state.manifest.segments.iter().map(|s| s.rows).sum(),
             wal: self.inner.wal.stats(),
         }

@@ -300,6 +300,21 @@ fn a_spent_decoded_budget_answers_retry_later() {
     );
     // The refused requests' items (one span each) are counted, not one per request.
     let m = http(http_addr, "GET", "/metrics", &[], b"").unwrap().text();
+    // Where memory goes: the process, unflushed data, segment indexes, rollup cache.
+    for gauge in [
+        "sightline_process_resident_bytes ",
+        "sightline_memtable_bytes ",
+        "sightline_segment_index_bytes ",
+        "sightline_rollup_cache_bytes ",
+    ] {
+        assert!(m.contains(gauge), "{gauge}missing from\n{m}");
+    }
+    let rss: f64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("sightline_process_resident_bytes "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(rss > 1e6, "resident {rss} B");
     assert!(
         m.contains("sightline_ingest_rejected_items_total{signal=\"traces\",reason=\"busy\"} 2"),
         "{m}"

@@ -104,6 +104,13 @@ fn high_cardinality_keys_move_to_row_group_blooms() {
         size("data.parquet"),
     );
     eprintln!("postings {post} B, attribute blooms {blooms} B, data {data} B for {SPANS} spans");
+    // The indexes held in memory are counted: about the postings and blooms on disk plus the
+    // trace-id blooms.
+    let held = store.stats().segment_index_bytes as u64;
+    assert!(
+        held >= blooms && held < 4 * (post + blooms) + 64 * 1024,
+        "{held} B held"
+    );
     assert!(
         (post + blooms) * 5 < data,
         "indexes {post} + {blooms} B against {data} B of data"
