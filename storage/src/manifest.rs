@@ -19,8 +19,11 @@ use crate::types::{Lsn, SegmentId, Signal, TenantId, UnixNanos, civil_from_days}
 /// File name of the manifest inside the data directory.
 pub const FILE_NAME: &str = "MANIFEST";
 const MAGIC: &[u8; 8] = b"SLMANIF1";
-/// Version of the manifest and segment layout described in docs/storage-format.md.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the manifest and segment layout described in docs/storage-format.md: 2 added
+/// postings keys indexed by `attr_blooms.bin` and rollups that leave keys out, which a
+/// version-1 reader would answer wrongly from, so it refuses the store instead. Version-1
+/// stores are read as they are.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Length and checksum of one file of a segment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
