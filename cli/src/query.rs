@@ -255,6 +255,7 @@ fn trace_search_params(a: &TraceSearchArgs) -> anyhow::Result<Vec<(&'static str,
         ("max_duration", &a.max_duration),
         ("q", &a.traceql),
         ("sort", &a.sort),
+        ("cursor", &a.cursor),
     ] {
         if let Some(v) = v {
             p.push((k, v.clone()));
@@ -281,6 +282,7 @@ fn log_search_params(a: &LogSearchArgs) -> anyhow::Result<Vec<(&'static str, Str
         ("severity", &a.severity),
         ("min_severity", &a.min_severity),
         ("trace_id", &a.trace_id),
+        ("cursor", &a.cursor),
     ] {
         if let Some(v) = v {
             p.push((k, v.clone()));

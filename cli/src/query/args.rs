@@ -103,6 +103,10 @@ pub struct TraceSearchArgs {
     /// Most results [default: 20].
     #[arg(long)]
     pub limit: Option<usize>,
+    /// The next page: the cursor the previous page printed (same filters; give --start and
+    /// --end rather than --since so that the range stays put).
+    #[arg(long)]
+    pub cursor: Option<String>,
 }
 
 /// Flags of `sightline query logs`.
@@ -140,6 +144,10 @@ pub struct LogSearchArgs {
     /// Most lines [default: 100].
     #[arg(long)]
     pub limit: Option<usize>,
+    /// The next page: the cursor the previous page printed (same filters; give --start and
+    /// --end rather than --since so that the range stays put).
+    #[arg(long)]
+    pub cursor: Option<String>,
 }
 
 /// Flags of `sightline query provenance` and `sightline query documents`.

@@ -317,6 +317,7 @@ pub fn trace_search(data: &Value) -> String {
             rows.len(),
             cell(&data["total_traces"])
         ));
+        out.push_str(&next_page(data, "remaining_traces", "traces"));
         return out;
     }
     let rows: Vec<Vec<String>> = data["spans"]
@@ -392,7 +393,21 @@ pub fn logs(data: &Value) -> String {
         rows.len(),
         cell(&data["matched"])
     ));
+    out.push_str(&next_page(data, "", "lines"));
     out
+}
+
+/// `" next page: --cursor C"` (with how many remain when `remaining` names a count), or
+/// nothing on the last page.
+fn next_page(data: &Value, remaining: &str, what: &str) -> String {
+    match data["next_cursor"].as_str() {
+        Some(c) if !remaining.is_empty() => format!(
+            " {} more {what}; next page: --cursor {c}",
+            cell(&data[remaining])
+        ),
+        Some(c) => format!(" next page: --cursor {c}"),
+        None => String::new(),
+    }
 }
 
 fn strings(v: &Value) -> String {

@@ -616,6 +616,36 @@ fn grafana_tempo_datasource_requests() {
             }
         }
         assert_eq!(got, want, "sort={sort}");
+        // The CLI pages the same way: each page prints the cursor of the next.
+        let (mut cli_got, mut cursor) = (Vec::new(), None::<String>);
+        loop {
+            let url = format!("http://{}", api.server.http);
+            let (st, en) = (start.to_string(), end.to_string());
+            let mut args = vec![
+                "query", "traces", "--url", &url, "--tenant", "acme", "--sort", sort, "--limit",
+                "1", "--start", &st, "--end", &en,
+            ];
+            if let Some(c) = &cursor {
+                args.extend(["--cursor", c.as_str()]);
+            }
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_sightline"))
+                .args(&args)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "{text}");
+            let id = want
+                .iter()
+                .map(|w| w.as_str().unwrap())
+                .find(|w| text.contains(*w))
+                .unwrap_or_else(|| panic!("no trace on the page: {text}"));
+            cli_got.push(Json::from(id));
+            match text.split("next page: --cursor ").nth(1) {
+                Some(c) => cursor = Some(c.split_whitespace().next().unwrap().to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(cli_got, want, "CLI sort={sort}");
     }
     // Native API errors.
     for path in [
