@@ -462,7 +462,34 @@ pub fn provenance(v: &Value) -> String {
     if rows.is_empty() {
         return "no scored answers in the range\n".into();
     }
-    columns(&header, &rows)
+    let mut out = columns(&header, &rows);
+    // The sentences no passage supports, with the words and numbers no passage has.
+    for a in v["answers"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        for s in a["sentences"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let text = s["text"].as_str().unwrap_or("").trim();
+            if s["supported"] == false && !text.is_empty() {
+                let missing = strings(&s["missing"]);
+                out.push_str(&format!(
+                    "\n{} unsupported: \"{text}\"{}",
+                    a["span_id"].as_str().unwrap_or(""),
+                    if missing.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (in no passage: {missing})")
+                    }
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// `/api/v1/quality/provenance/groups`: one row per group.
@@ -497,7 +524,34 @@ pub fn provenance_groups(v: &Value) -> String {
     if rows.is_empty() {
         return "no scored answers in the range\n".into();
     }
-    columns(&header, &rows)
+    let mut out = columns(&header, &rows);
+    // The sentences no passage supports, with the words and numbers no passage has.
+    for a in v["answers"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        for s in a["sentences"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let text = s["text"].as_str().unwrap_or("").trim();
+            if s["supported"] == false && !text.is_empty() {
+                let missing = strings(&s["missing"]);
+                out.push_str(&format!(
+                    "\n{} unsupported: \"{text}\"{}",
+                    a["span_id"].as_str().unwrap_or(""),
+                    if missing.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (in no passage: {missing})")
+                    }
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// `/api/v1/quality/documents`: usage per document, then the retrieval summary.
@@ -611,5 +665,27 @@ mod tests {
             "rows": [["gpt-4o", 12, 2_843_112_004.0]]}),
         );
         assert!(t.contains("gpt-4o  12               2.84 s"), "{t}");
+    }
+
+    #[test]
+    fn provenance_lists_each_unsupported_sentence() {
+        let v = json!({"answers": [{
+            "time_ms": 0, "trace_id": "t1", "span_id": "s1", "model": "gpt-4o",
+            "hallucination_index": 0.7, "label": "high", "unsupported_sentences": 1,
+            "supporting_documents": ["eiffel"], "documents": ["eiffel"],
+            "sentences": [
+                {"text": "The tower is 330 metres tall.", "supported": true, "missing": []},
+                {"text": "Napoleon built it in Berlin.", "supported": false,
+                 "missing": ["napoleon", "berlin"]}
+            ]
+        }]});
+        let out = provenance(&v);
+        assert!(
+            out.contains(
+                "s1 unsupported: \"Napoleon built it in Berlin.\" (in no passage: napoleon,berlin)"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("330 metres"), "{out}");
     }
 }
