@@ -98,6 +98,123 @@ pub fn traces_body(seq: u64, batch: usize) -> Vec<u8> {
     .encode_to_vec()
 }
 
+/// The shape of [`traces_body_shaped`]'s spans: how many distinct values each dimension has and
+/// how far back in time the traces spread.
+#[derive(Clone, Copy, Debug)]
+pub struct SpanShape {
+    /// Traces start uniformly within this many nanoseconds before the body is made.
+    pub spread_nanos: u64,
+    /// Distinct `service.name`s (one per request, as one exporter sends its own spans).
+    pub services: u64,
+    /// Distinct span names.
+    pub names: u64,
+    /// Distinct request models (with their providers).
+    pub models: u64,
+    /// Distinct `user.id`s (one per trace).
+    pub users: u64,
+    /// Spans per trace.
+    pub spans_per_trace: u64,
+}
+
+/// SplitMix64: a cheap, well-mixed hash so shaped bodies are deterministic per `seq`.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Like [`traces_body`], but with the cardinalities and time spread of `shape`: each trace gets
+/// a start within the spread, one user, one model; each span a name, a duration, token counts
+/// and (one in fifty) an error status. Deterministic in `seq`.
+pub fn traces_body_shaped(seq: u64, batch: usize, shape: &SpanShape) -> Vec<u8> {
+    const MODELS: [(&str, &str); 12] = [
+        ("openai", "gpt-4o"),
+        ("openai", "gpt-4o-mini"),
+        ("anthropic", "claude-3-5-sonnet"),
+        ("anthropic", "claude-3-haiku"),
+        ("aws.bedrock", "llama-3-70b"),
+        ("gcp.vertex_ai", "gemini-1.5-pro"),
+        ("openai", "o1-mini"),
+        ("mistral_ai", "mistral-large"),
+        ("cohere", "command-r-plus"),
+        ("gcp.vertex_ai", "gemini-1.5-flash"),
+        ("aws.bedrock", "titan-text"),
+        ("groq", "mixtral-8x7b"),
+    ];
+    let now = now_nanos();
+    let per_trace = shape.spans_per_trace.max(1);
+    let spans = (0..batch as u64)
+        .map(|i| {
+            let trace = i / per_trace;
+            let h = mix(seq.wrapping_mul(1 << 20) ^ trace);
+            let mut trace_id = [0u8; 16];
+            trace_id[..8].copy_from_slice(&h.to_be_bytes());
+            trace_id[8..].copy_from_slice(&mix(h).to_be_bytes());
+            let span_id = mix(h ^ (i + 1)).max(1).to_be_bytes();
+            let start = now - mix(h ^ 1) % shape.spread_nanos.max(1) - per_trace * 3_000_000
+                + (i % per_trace) * 3_000_000;
+            let hs = mix(h ^ (i << 8));
+            let (provider, model) = MODELS[(mix(h ^ 2) % shape.models.clamp(1, 12)) as usize];
+            let error = hs % 50 == 0;
+            Span {
+                trace_id: trace_id.to_vec(),
+                span_id: span_id.to_vec(),
+                name: format!("op-{}", hs % shape.names.max(1)),
+                kind: 3,
+                start_time_unix_nano: start,
+                end_time_unix_nano: start + 5_000_000 + (hs >> 16) % 2_000_000_000,
+                attributes: vec![
+                    kv("gen_ai.operation.name", s("chat")),
+                    kv("gen_ai.provider.name", s(provider)),
+                    kv("gen_ai.request.model", s(model)),
+                    kv(
+                        "gen_ai.usage.input_tokens",
+                        Value::IntValue(((hs >> 8) % 4000) as i64),
+                    ),
+                    kv(
+                        "gen_ai.usage.output_tokens",
+                        Value::IntValue(((hs >> 24) % 800) as i64),
+                    ),
+                    kv(
+                        "user.id",
+                        s(&format!("user-{}", mix(h ^ 3) % shape.users.max(1))),
+                    ),
+                ],
+                status: Some(if error {
+                    Status {
+                        code: 2,
+                        message: "upstream failed".into(),
+                    }
+                } else {
+                    Status::default()
+                }),
+                ..Default::default()
+            }
+        })
+        .collect();
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![
+                    kv(
+                        "service.name",
+                        s(&format!("svc-{}", seq % shape.services.max(1))),
+                    ),
+                    kv("service.instance.id", s("load-1")),
+                ],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
 /// A protobuf `ExportMetricsServiceRequest` of `batch` gauge points over 64 model series.
 pub fn metrics_body(seq: u64, batch: usize) -> Vec<u8> {
     let t = now_nanos();

@@ -81,6 +81,8 @@ pub struct StoreConfig {
     pub clock: Arc<dyn Clock>,
     /// Threads one scan may use to read segments in parallel (1: read on the caller's thread).
     pub scan_threads: usize,
+    /// Threads a flush writes its partitions' segments on (1: one after the other).
+    pub flush_threads: usize,
     /// The WAL's file operations (writes at offsets, truncation, fsync). [`OsWalIo`] everywhere
     /// but in fault-injection tests, which pass an implementation that fails on cue.
     #[doc(hidden)]
@@ -105,6 +107,9 @@ impl Default for StoreConfig {
             retry_after: Duration::from_secs(1),
             clock: Arc::new(SystemClock),
             scan_threads: std::thread::available_parallelism()
+                .map(|n| n.get().min(4))
+                .unwrap_or(1),
+            flush_threads: std::thread::available_parallelism()
                 .map(|n| n.get().min(4))
                 .unwrap_or(1),
             wal_io: Arc::new(OsWalIo),

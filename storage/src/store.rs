@@ -11,6 +11,7 @@
 //! disk.
 
 mod background;
+mod commit;
 mod flush;
 mod maintenance;
 mod recovery;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use arrow_array::RecordBatch;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use serde::Serialize;
 
 pub use recovery::OpenReport;
@@ -137,12 +138,18 @@ pub(crate) struct Inner {
     config: StoreConfig,
     wal: Wal,
     state: Mutex<State>,
-    /// Serialises flush, compaction, retention and quarantine: the manifest's writers.
-    maintenance: Mutex<()>,
+    /// Serialises manifest commits (flush, compaction, retention, quarantine): see `commit`.
+    commit: Mutex<()>,
+    /// One flush at a time (flushes take frozen memtables in order).
+    flushing: Mutex<()>,
+    /// One compaction pass at a time (passes would pick the same segments).
+    compacting: Mutex<()>,
     budget: MemoryBudget,
     counters: Counters,
-    wake: Condvar,
-    wake_lock: Mutex<bool>,
+    /// Wakes the store thread: flush on size, fsync, retention.
+    wake: background::Wakeup,
+    /// Wakes the compaction thread after a flush.
+    compact_wake: background::Wakeup,
     shutdown: AtomicBool,
     _lock_file: File,
 }
@@ -150,7 +157,7 @@ pub(crate) struct Inner {
 /// An open data directory. Cheap to share: clone the `Arc`.
 pub struct Store {
     inner: Arc<Inner>,
-    background: Mutex<Option<std::thread::JoinHandle<()>>>,
+    background: Mutex<Vec<std::thread::JoinHandle<()>>>,
     report: OpenReport,
 }
 
@@ -171,12 +178,12 @@ impl Store {
         let (inner, report) = inner;
         let inner = Arc::new(inner);
         let store = Self {
-            background: Mutex::new(None),
+            background: Mutex::new(Vec::new()),
             report,
             inner: inner.clone(),
         };
         if inner.config.background {
-            *store.background.lock() = Some(background::spawn(inner)?);
+            *store.background.lock() = background::spawn(inner)?;
         }
         Ok(store)
     }
@@ -466,13 +473,9 @@ impl Store {
         }
     }
 
-    /// Flushes, fsyncs and stops the background thread. Appends fail afterwards.
+    /// Flushes, fsyncs and stops the background threads. Appends fail afterwards.
     pub fn close(&self) -> Result<()> {
-        self.inner.shutdown.store(true, Ordering::Release);
-        self.inner.notify();
-        if let Some(h) = self.background.lock().take() {
-            let _ = h.join();
-        }
+        self.stop_background();
         let result = flush::flush(&self.inner);
         let sync = self.inner.wal.sync_now();
         self.inner.state.lock().closed = true;
@@ -480,21 +483,27 @@ impl Store {
     }
 }
 
-impl Drop for Store {
-    fn drop(&mut self) {
+impl Store {
+    /// Tells the background threads to stop and waits for them (a merge under way finishes).
+    fn stop_background(&self) {
         self.inner.shutdown.store(true, Ordering::Release);
         self.inner.notify();
-        if let Some(h) = self.background.lock().take() {
+        self.inner.compact_wake.notify();
+        for h in std::mem::take(&mut *self.background.lock()) {
             let _ = h.join();
         }
     }
 }
 
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.stop_background();
+    }
+}
+
 impl Inner {
     fn notify(&self) {
-        let mut w = self.wake_lock.lock();
-        *w = true;
-        self.wake.notify_all();
+        self.wake.notify();
     }
 
     /// Appends one batch: WAL, memtable, durability.

@@ -10,11 +10,14 @@
 //! ```
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Parser;
-use sightline_server::loadgen::{logs_body, metrics_body, traces_body};
+use sightline_server::loadgen::{
+    SpanShape, logs_body, metrics_body, traces_body, traces_body_shaped,
+};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
@@ -49,6 +52,47 @@ struct Args {
     /// X-Scope-OrgID to send.
     #[arg(long, default_value = "load")]
     tenant: String,
+    /// Distinct pre-encoded request bodies, sent round-robin (more bodies: more distinct ids
+    /// and values, more client memory).
+    #[arg(long, default_value_t = 64)]
+    bodies: u64,
+    /// Spans only: spread trace start times over this many hours before now (0: every span
+    /// starts now, with the fixed cardinalities of the default body). A spread switches to the
+    /// shaped spans below.
+    #[arg(long, default_value_t = 0.0)]
+    spread_hours: f64,
+    /// Shaped spans: distinct services (one per request).
+    #[arg(long, default_value_t = 10)]
+    services: u64,
+    /// Shaped spans: distinct span names.
+    #[arg(long, default_value_t = 50)]
+    names: u64,
+    /// Shaped spans: distinct models (at most 12).
+    #[arg(long, default_value_t = 6)]
+    models: u64,
+    /// Shaped spans: distinct `user.id`s, one per trace.
+    #[arg(long, default_value_t = 100_000)]
+    users: u64,
+    /// Shaped spans: spans per trace.
+    #[arg(long, default_value_t = 5)]
+    spans_per_trace: u64,
+    /// Print the achieved rate, refusals and server RSS every this many seconds (0: only the
+    /// summary).
+    #[arg(long, default_value_t = 10)]
+    progress_every: u64,
+}
+
+impl Args {
+    fn shape(&self) -> Option<SpanShape> {
+        (self.spread_hours > 0.0).then(|| SpanShape {
+            spread_nanos: (self.spread_hours * 3600e9) as u64,
+            services: self.services,
+            names: self.names,
+            models: self.models,
+            users: self.users,
+            spans_per_trace: self.spans_per_trace,
+        })
+    }
 }
 
 /// One request on a keep-alive connection; returns the status code.
@@ -106,12 +150,21 @@ fn proc_cpu_micros(pid: u32) -> Option<u64> {
     Some(ticks * 10_000) // USER_HZ = 100 on Linux
 }
 
-fn proc_hwm_kib(pid: u32) -> Option<u64> {
+/// A `/proc/<pid>/status` field in KiB (`VmHWM:` peak RSS, `VmRSS:` current).
+fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn proc_hwm_kib(pid: u32) -> Option<u64> {
+    proc_status_kib(pid, "VmHWM:")
+}
+
+fn proc_rss_kib(pid: u32) -> Option<u64> {
+    proc_status_kib(pid, "VmRSS:")
 }
 
 async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
@@ -122,7 +175,21 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
         "logs" => ("/v1/logs", logs_body),
         other => bail!("unknown signal {other}"),
     };
-    let bodies: Vec<Vec<u8>> = (0..64).map(|i| make(i, args.batch)).collect();
+    let shape = args.shape().filter(|_| signal == "traces");
+    let made = Instant::now();
+    let bodies: Vec<Vec<u8>> = (0..args.bodies.max(1))
+        .map(|i| match &shape {
+            Some(sh) => traces_body_shaped(i, args.batch, sh),
+            None => make(i, args.batch),
+        })
+        .collect();
+    eprintln!(
+        "{signal}: {} bodies of {} items ({:.1} MiB) made in {:.1} s",
+        bodies.len(),
+        args.batch,
+        bodies.iter().map(Vec::len).sum::<usize>() as f64 / (1 << 20) as f64,
+        made.elapsed().as_secs_f64()
+    );
     let bodies = std::sync::Arc::new(bodies);
     let cpu0 = args.pid.and_then(proc_cpu_micros);
     let started = Instant::now();
@@ -131,9 +198,36 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
     let interval = (args.rate > 0).then(|| {
         Duration::from_secs_f64(args.batch as f64 * args.connections as f64 / args.rate as f64)
     });
+    let live = std::sync::Arc::new(Live::default());
+    let reporter = (args.progress_every > 0).then(|| {
+        let (live, every, pid, batch) = (live.clone(), args.progress_every, args.pid, args.batch);
+        tokio::spawn(async move {
+            let mut last = (0u64, 0u64);
+            let mut tick = tokio::time::interval(Duration::from_secs(every));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let acked = live.acked.load(Ordering::Relaxed);
+                let refused = live.refused.load(Ordering::Relaxed);
+                let max = live.max_micros.swap(0, Ordering::Relaxed);
+                eprintln!(
+                    "  {:>5.0} s: {:.0} items/s, {} refused, slowest ack {:.0} ms{}",
+                    started.elapsed().as_secs_f64(),
+                    (acked - last.0) as f64 * batch as f64 / every as f64,
+                    refused - last.1,
+                    max as f64 / 1000.0,
+                    pid.and_then(proc_rss_kib)
+                        .map(|k| format!(", server RSS {:.0} MiB", k as f64 / 1024.0))
+                        .unwrap_or_default()
+                );
+                last = (acked, refused);
+            }
+        })
+    });
     let mut tasks = Vec::new();
     for c in 0..args.connections {
         let bodies = bodies.clone();
+        let live = live.clone();
         let (addr, tenant) = (args.addr, args.tenant.clone());
         let conns = args.connections.max(1) as u32;
         tasks.push(tokio::spawn(async move {
@@ -169,9 +263,13 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
                 )
                 .await?;
                 if status == 200 {
-                    lat.push(t.elapsed().as_micros() as u64);
+                    let micros = t.elapsed().as_micros() as u64;
+                    lat.push(micros);
+                    live.acked.fetch_add(1, Ordering::Relaxed);
+                    live.max_micros.fetch_max(micros, Ordering::Relaxed);
                 } else {
                     errors += 1;
+                    live.refused.fetch_add(1, Ordering::Relaxed);
                 }
                 i += STRIDE;
             }
@@ -184,6 +282,9 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
         let (l, e) = t.await??;
         lat.extend(l);
         errors += e;
+    }
+    if let Some(r) = reporter {
+        r.abort();
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu1 = args.pid.and_then(proc_cpu_micros);
@@ -227,6 +328,14 @@ async fn run_signal(args: &Args, signal: &str) -> anyhow::Result<()> {
             .unwrap_or_default(),
     );
     Ok(())
+}
+
+/// Counters the connections update as they go, for the progress lines.
+#[derive(Default)]
+struct Live {
+    acked: AtomicU64,
+    refused: AtomicU64,
+    max_micros: AtomicU64,
 }
 
 /// Step between the pre-built bodies one connection sends (co-prime with their count).

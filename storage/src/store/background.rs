@@ -1,17 +1,46 @@
-//! The background thread: flushes on size and age, compacts, applies retention, and fsyncs the
-//! WAL under the interval policy.
+//! The background threads. The store thread flushes on size and age, applies retention and
+//! fsyncs the WAL under the interval policy; the compaction thread merges small segments after
+//! each flush. They share no lock but the short commit, so a long merge never holds up a flush
+//! (and with it the memory budget).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use parking_lot::{Condvar, Mutex};
+
 use super::Inner;
 use crate::wal::FsyncPolicy;
 
-/// How often the thread wakes when nothing asks it to.
+/// How often the store thread wakes when nothing asks it to.
 const TICK: Duration = Duration::from_millis(200);
+/// How often the compaction thread looks for work when no flush wakes it.
+const COMPACT_TICK: Duration = Duration::from_secs(30);
 /// How often retention is applied.
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
+
+/// A wake-up flag a thread waits on with a timeout.
+#[derive(Default)]
+pub(super) struct Wakeup {
+    woken: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Wakeup {
+    pub(super) fn notify(&self) {
+        *self.woken.lock() = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits until notified (or `timeout` passes), then clears the flag.
+    fn wait(&self, timeout: Duration) {
+        let mut woken = self.woken.lock();
+        if !*woken {
+            self.cv.wait_for(&mut woken, timeout);
+        }
+        *woken = false;
+    }
+}
 
 fn should_flush(inner: &Inner) -> bool {
     if inner.budget.used() >= inner.config.flush_threshold_bytes {
@@ -25,12 +54,18 @@ fn should_flush(inner: &Inner) -> bool {
             .any(|m| !m.is_empty() && m.age() >= inner.config.flush_interval)
 }
 
-pub(super) fn spawn(inner: Arc<Inner>) -> crate::Result<std::thread::JoinHandle<()>> {
-    let root = inner.root.clone();
-    std::thread::Builder::new()
-        .name("sightline-store".into())
-        .spawn(move || run(&inner))
-        .map_err(|e| crate::StorageError::io(root, e))
+/// Starts the store thread and the compaction thread.
+pub(super) fn spawn(inner: Arc<Inner>) -> crate::Result<Vec<std::thread::JoinHandle<()>>> {
+    let start = |name: &str, body: fn(&Inner), inner: Arc<Inner>| {
+        let root = inner.root.clone();
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || body(&inner))
+            .map_err(|e| crate::StorageError::io(root, e))
+    };
+    let store = start("sightline-store", run, inner.clone())?;
+    let compact = start("sightline-compact", run_compaction, inner)?;
+    Ok(vec![store, compact])
 }
 
 fn run(inner: &Inner) {
@@ -42,13 +77,7 @@ fn run(inner: &Inner) {
     };
     let tick = sync_every.map_or(TICK, |s| s.min(TICK));
     loop {
-        {
-            let mut woken = inner.wake_lock.lock();
-            if !*woken {
-                inner.wake.wait_for(&mut woken, tick);
-            }
-            *woken = false;
-        }
+        inner.wake.wait(tick);
         if inner.shutdown.load(Ordering::Acquire) {
             return;
         }
@@ -62,11 +91,7 @@ fn run(inner: &Inner) {
         }
         if should_flush(inner) {
             match super::flush::flush(inner) {
-                Ok(()) => {
-                    if let Err(e) = super::maintenance::compact(inner) {
-                        tracing::error!(error = %e, "compaction failed");
-                    }
-                }
+                Ok(()) => inner.compact_wake.notify(),
                 Err(e) => tracing::error!(error = %e, "flush failed; will retry"),
             }
         }
@@ -75,6 +100,26 @@ fn run(inner: &Inner) {
                 tracing::error!(error = %e, "retention failed");
             }
             last_retention = Instant::now();
+        }
+    }
+}
+
+fn run_compaction(inner: &Inner) {
+    loop {
+        inner.compact_wake.wait(COMPACT_TICK);
+        // Passes until nothing is left to merge (each merges at most once per partition).
+        while !inner.shutdown.load(Ordering::Acquire) {
+            match super::maintenance::compact(inner) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "compaction failed");
+                    break;
+                }
+            }
+        }
+        if inner.shutdown.load(Ordering::Acquire) {
+            return;
         }
     }
 }

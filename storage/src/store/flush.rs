@@ -6,12 +6,15 @@
 //! deleted at open). After the rename, the manifest names the segments and the checkpoint says
 //! replay must skip their records, so each row is restored exactly once.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
 
 use arrow_array::{RecordBatch, UInt64Array};
 
+use super::commit::{allocate_segment_id, commit};
 use super::{FrozenSet, Inner};
 use crate::error::Result;
 use crate::manifest::SegmentMeta;
@@ -21,15 +24,20 @@ use crate::schema;
 use crate::segment::{self, Segment};
 use crate::types::{SeriesId, Signal, UnixNanos};
 
-/// Splits a memtable's rows by time partition, concatenating its batches.
-pub(crate) fn partition_rows(
+/// Where one time partition's rows are in a frozen memtable: whole batches or rows of batches.
+#[derive(Debug)]
+enum Piece {
+    Whole(usize),
+    Rows(usize, Vec<u32>),
+}
+
+/// Groups a memtable's rows by time partition without copying them: per partition start, the
+/// batches (or rows of batches) it holds, in memtable order.
+fn partition_pieces(
     signal: Signal,
     batches: &[RecordBatch],
     partition_nanos: i64,
-) -> Result<Vec<(UnixNanos, RecordBatch)>> {
-    let schema = schema::of(signal);
-    let all = arrow_select::concat::concat_batches(&schema, batches)?;
-    let times = segment::time_values(signal, &all)?;
+) -> Result<BTreeMap<i64, Vec<Piece>>> {
     let unit = schema::time_unit_nanos(signal);
     // Appends refuse times outside [1970, 2262), so these products cannot overflow.
     let part = |t: i64| {
@@ -37,21 +45,43 @@ pub(crate) fn partition_rows(
             .div_euclid(partition_nanos)
             .saturating_mul(partition_nanos)
     };
-    let first = times.first().map(|&t| part(t));
-    if times.iter().all(|&t| Some(part(t)) == first) {
-        return Ok(first.map(|p| vec![(UnixNanos(p), all)]).unwrap_or_default());
+    let mut out: BTreeMap<i64, Vec<Piece>> = BTreeMap::new();
+    for (b, batch) in batches.iter().enumerate() {
+        let times = segment::time_values(signal, batch)?;
+        let Some(first) = times.first().map(|&t| part(t)) else {
+            continue;
+        };
+        if times.iter().all(|&t| part(t) == first) {
+            out.entry(first).or_default().push(Piece::Whole(b));
+            continue;
+        }
+        let mut rows: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
+        for (i, &t) in times.iter().enumerate() {
+            rows.entry(part(t)).or_default().push(i as u32);
+        }
+        for (p, idx) in rows {
+            out.entry(p).or_default().push(Piece::Rows(b, idx));
+        }
     }
-    let mut groups: HashMap<i64, Vec<u32>> = HashMap::new();
-    for (i, &t) in times.iter().enumerate() {
-        groups.entry(part(t)).or_default().push(i as u32);
-    }
-    let mut out = Vec::with_capacity(groups.len());
-    for (p, idx) in groups {
-        let idx = arrow_array::UInt32Array::from(idx);
-        out.push((UnixNanos(p), crate::columnar::take_batch(&all, &idx)?));
-    }
-    out.sort_by_key(|(p, _)| *p);
     Ok(out)
+}
+
+/// The rows of one partition as one batch (a copy; the memtable stays as it is).
+fn gather(signal: Signal, batches: &[RecordBatch], pieces: &[Piece]) -> Result<RecordBatch> {
+    let parts: Vec<RecordBatch> = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Whole(b) => Ok(batches[*b].clone()),
+            Piece::Rows(b, idx) => crate::columnar::take_batch(
+                &batches[*b],
+                &arrow_array::UInt32Array::from(idx.clone()),
+            ),
+        })
+        .collect::<Result<_>>()?;
+    Ok(arrow_select::concat::concat_batches(
+        &schema::of(signal),
+        &parts,
+    )?)
 }
 
 /// The series definitions a sample batch needs, from the tenant's catalog.
@@ -74,7 +104,7 @@ pub(crate) fn series_for(
 }
 
 pub(super) fn flush(inner: &Inner) -> Result<()> {
-    let _guard = inner.maintenance.lock();
+    let _flushing = inner.flushing.lock();
     let result = flush_locked(inner);
     if result.is_err() {
         inner.counters.flush_errors.fetch_add(1, Ordering::Relaxed);
@@ -128,75 +158,162 @@ fn flush_locked(inner: &Inner) -> Result<()> {
     }
 }
 
+/// One segment to write: a table's rows of one partition.
+struct Job<'a> {
+    tenant: &'a crate::TenantId,
+    signal: Signal,
+    batches: &'a [RecordBatch],
+    partition_start: i64,
+    partition_nanos: i64,
+    pieces: Vec<Piece>,
+}
+
+fn write_job(
+    inner: &Inner,
+    job: &Job<'_>,
+    catalogs: &HashMap<crate::TenantId, HashMap<SeriesId, Arc<SeriesDef>>>,
+) -> Result<(SegmentMeta, Segment)> {
+    let rows = gather(job.signal, job.batches, &job.pieces)?;
+    let series = match job.signal {
+        Signal::Samples => match catalogs.get(job.tenant) {
+            Some(catalog) => series_for(&rows, catalog)?,
+            None => series_for(&rows, &HashMap::new())?,
+        },
+        _ => HashMap::new(),
+    };
+    let meta = SegmentMeta {
+        id: allocate_segment_id(inner),
+        tenant: job.tenant.clone(),
+        signal: job.signal,
+        partition_start: UnixNanos(job.partition_start),
+        partition_nanos: job.partition_nanos,
+        min_time: UnixNanos(0),
+        max_time: UnixNanos(0),
+        rows: 0,
+        level: 0,
+        files: Vec::new(),
+    };
+    let meta = segment::write_segment(&inner.root, meta, &rows, &series, &inner.config.segment)?;
+    drop(rows);
+    let seg = Segment::open(&inner.root, meta.clone())?;
+    Ok((meta, seg))
+}
+
+/// Writes the segments of one frozen set, `flush_threads` partitions at a time, largest first.
+fn write_segments(
+    inner: &Inner,
+    set: &FrozenSet,
+    catalogs: &HashMap<crate::TenantId, HashMap<SeriesId, Arc<SeriesDef>>>,
+) -> Result<Vec<(SegmentMeta, Segment)>> {
+    let batches: Vec<Vec<RecordBatch>> = set
+        .tables
+        .iter()
+        .map(|(_, snap, _)| {
+            snap.batches
+                .iter()
+                .map(|b: &MemBatch| b.batch.clone())
+                .collect()
+        })
+        .collect();
+    let mut jobs = Vec::new();
+    for (((tenant, signal), _, _), batches) in set.tables.iter().zip(&batches) {
+        let partition_nanos = inner.config.partition_nanos(*signal);
+        for (partition_start, pieces) in partition_pieces(*signal, batches, partition_nanos)? {
+            jobs.push(Job {
+                tenant,
+                signal: *signal,
+                batches,
+                partition_start,
+                partition_nanos,
+                pieces,
+            });
+        }
+    }
+    let rows = |j: &Job<'_>| -> usize {
+        j.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Whole(b) => j.batches[*b].num_rows(),
+                Piece::Rows(_, idx) => idx.len(),
+            })
+            .sum()
+    };
+    // Largest first, so the last partitions to finish are small ones.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(rows(&jobs[i])));
+    let next = AtomicUsize::new(0);
+    let threads = inner.config.flush_threads.clamp(1, jobs.len().max(1));
+    let mut results: Vec<Option<Result<(SegmentMeta, Segment)>>> = Vec::new();
+    results.resize_with(jobs.len(), || None);
+    let results = Mutex::new(results);
+    let failed = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        break;
+                    };
+                    let r = write_job(inner, &jobs[i], catalogs);
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    results.lock()[i] = Some(r);
+                }
+            });
+        }
+    });
+    let mut written = Vec::with_capacity(jobs.len());
+    let mut error = None;
+    for r in results.into_inner() {
+        match r {
+            Some(Ok(w)) => written.push(w),
+            Some(Err(e)) => error = error.or(Some(e)),
+            None => {}
+        }
+    }
+    if let Some(e) = error {
+        // Not committed: the written segments' files go with their handles.
+        for (_, seg) in &written {
+            seg.mark_obsolete();
+        }
+        return Err(e);
+    }
+    Ok(written)
+}
+
 fn flush_set(
     inner: &Inner,
     set: &Arc<FrozenSet>,
     catalogs: &HashMap<crate::TenantId, HashMap<SeriesId, Arc<SeriesDef>>>,
 ) -> Result<()> {
-    let mut manifest = inner.state.lock().manifest.clone();
-    let mut written: Vec<(SegmentMeta, Segment)> = Vec::new();
-    let empty = HashMap::new();
-    for ((tenant, signal), snap, _) in &set.tables {
-        let partition_nanos = inner.config.partition_nanos(*signal);
-        let batches: Vec<RecordBatch> = snap
-            .batches
-            .iter()
-            .map(|b: &MemBatch| b.batch.clone())
-            .collect();
-        for (partition_start, rows) in partition_rows(*signal, &batches, partition_nanos)? {
-            let series = match signal {
-                Signal::Samples => series_for(&rows, catalogs.get(tenant).unwrap_or(&empty))?,
-                _ => HashMap::new(),
-            };
-            let meta = SegmentMeta {
-                id: manifest.allocate_segment_id(),
-                tenant: tenant.clone(),
-                signal: *signal,
-                partition_start,
-                partition_nanos,
-                min_time: UnixNanos(0),
-                max_time: UnixNanos(0),
-                rows: 0,
-                level: 0,
-                files: Vec::new(),
-            };
-            let meta =
-                segment::write_segment(&inner.root, meta, &rows, &series, &inner.config.segment)?;
-            let seg = Segment::open(&inner.root, meta.clone())?;
-            written.push((meta, seg));
-        }
-    }
-    // 2. Commit.
-    manifest.generation += 1;
-    manifest.wal_checkpoint = manifest.wal_checkpoint.max(set.checkpoint);
-    manifest
-        .segments
-        .extend(written.iter().map(|(m, _)| m.clone()));
-    manifest.store(&inner.root)?;
-    // 3. Install for readers and drop the frozen memtables, atomically for readers.
+    let written = write_segments(inner, set, catalogs)?;
+    // 2. Commit, and 3. install for readers and drop the frozen memtables, atomically for
+    // readers.
+    let metas: Vec<SegmentMeta> = written.iter().map(|(m, _)| m.clone()).collect();
+    commit(
+        inner,
+        |manifest| {
+            manifest.wal_checkpoint = manifest.wal_checkpoint.max(set.checkpoint);
+            manifest.segments.extend(metas);
+            Some(())
+        },
+        |state, ()| {
+            for (meta, seg) in written {
+                state
+                    .segments
+                    .entry((meta.tenant.clone(), meta.signal))
+                    .or_default()
+                    .push(Arc::new(seg));
+                inner
+                    .counters
+                    .segments_written
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            state.frozen.retain(|f| !Arc::ptr_eq(f, set));
+        },
+    )?;
     let released: usize = set.tables.iter().map(|(_, _, b)| *b).sum();
-    {
-        let mut state = inner.state.lock();
-        // Commits are serialised by the maintenance lock: each installs the next generation.
-        debug_assert_eq!(
-            manifest.generation,
-            state.manifest.generation + 1,
-            "manifest generations increase by one per commit"
-        );
-        state.manifest = manifest;
-        for (meta, seg) in written {
-            state
-                .segments
-                .entry((meta.tenant.clone(), meta.signal))
-                .or_default()
-                .push(Arc::new(seg));
-            inner
-                .counters
-                .segments_written
-                .fetch_add(1, Ordering::Relaxed);
-        }
-        state.frozen.retain(|f| !Arc::ptr_eq(f, set));
-    }
     inner.budget.release(released);
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
     // 4. The WAL up to the checkpoint is no longer needed.

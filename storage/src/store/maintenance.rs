@@ -1,6 +1,15 @@
 //! Compaction (merging small segments of a partition) and retention (dropping partitions past a
-//! tenant's TTL). Both commit by a manifest swap; replaced segments are deleted when their last
-//! reader lets go, or at the next open if the process dies first.
+//! tenant's TTL). Both commit by a manifest swap ([`super::commit`]); replaced segments are
+//! deleted when their last reader lets go, or at the next open if the process dies first.
+//!
+//! Compaction is size-tiered: segments merge with segments of their own level (a flush writes
+//! level 0, a merge writes one level above its highest input), a level merges once it has
+//! `min_segments` segments, and one merge reads at most [`crate::CompactionConfig::target_rows`]
+//! rows. Every row is therefore rewritten about
+//! log(rows per partition / rows per flush) / log(`min_segments`) times, whatever the order data
+//! arrives in, and a merge's working memory is bounded. Compaction holds no lock a flush needs
+//! while it reads and writes: only its commit is serialised with the others, and it is
+//! abandoned if retention or quarantine removed one of its inputs meanwhile.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -9,6 +18,8 @@ use std::sync::atomic::Ordering;
 use arrow_array::RecordBatch;
 
 use super::Inner;
+use super::commit::{allocate_segment_id, commit};
+use crate::config::CompactionConfig;
 use crate::error::Result;
 use crate::manifest::SegmentMeta;
 use crate::schema;
@@ -19,12 +30,50 @@ use crate::types::{SegmentId, Signal, TenantId, UnixNanos};
 /// change between opens when the configuration does).
 type PartitionKey = (TenantId, Signal, UnixNanos, i64);
 
-/// Merges every partition that has enough small segments. Returns the number of merges.
+/// What [`pick_merge`] needs of a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Candidate {
+    id: SegmentId,
+    rows: u64,
+    level: u32,
+}
+
+/// The segments of one partition to merge next (by id), or `None`. `segs` are the partition's
+/// segments below the target size. The lowest level with at least `min_segments` segments merges
+/// its smallest ones, as many as fit in `target_rows` of input (at least two). A level therefore
+/// holds fewer than `min_segments` segments once compaction has caught up, and a partition about
+/// `min_segments` times the number of levels.
+fn pick_merge(segs: &[Candidate], cfg: &CompactionConfig) -> Option<Vec<SegmentId>> {
+    let min = cfg.min_segments.max(2);
+    let mut segs = segs.to_vec();
+    segs.sort_by_key(|c| (c.level, c.rows, c.id));
+    for level in segs.chunk_by(|a, b| a.level == b.level) {
+        if level.len() < min {
+            continue;
+        }
+        let mut rows = 0u64;
+        let picked: Vec<SegmentId> = level
+            .iter()
+            .take_while(|c| {
+                rows = rows.saturating_add(c.rows);
+                rows <= cfg.target_rows
+            })
+            .map(|c| c.id)
+            .collect();
+        if picked.len() >= 2 {
+            return Some(picked);
+        }
+    }
+    None
+}
+
+/// One compaction pass: at most one merge per partition. Returns the number of merges committed.
 pub(super) fn compact(inner: &Inner) -> Result<usize> {
     if !inner.config.compaction.enabled {
         return Ok(0);
     }
-    let _guard = inner.maintenance.lock();
+    // One pass at a time, so two passes never pick the same segments.
+    let _pass = inner.compacting.lock();
     let cfg = &inner.config.compaction;
     let groups: BTreeMap<PartitionKey, Vec<Arc<Segment>>> = {
         let state = inner.state.lock();
@@ -47,24 +96,41 @@ pub(super) fn compact(inner: &Inner) -> Result<usize> {
         g
     };
     let mut merges = 0;
-    for ((tenant, signal, partition_start, _), mut segs) in groups {
-        if segs.len() < cfg.min_segments.max(2) {
-            continue;
+    for ((tenant, signal, partition_start, _), segs) in groups {
+        if inner.shutdown.load(Ordering::Acquire) {
+            break;
         }
+        let candidates: Vec<Candidate> = segs
+            .iter()
+            .map(|s| Candidate {
+                id: s.meta().id,
+                rows: s.meta().rows,
+                level: s.meta().level,
+            })
+            .collect();
+        let Some(picked) = pick_merge(&candidates, cfg) else {
+            continue;
+        };
+        let mut segs: Vec<Arc<Segment>> = segs
+            .into_iter()
+            .filter(|s| picked.contains(&s.meta().id))
+            .collect();
         segs.sort_by_key(|s| s.meta().id);
-        merge(inner, &tenant, signal, partition_start, &segs)?;
-        merges += 1;
+        if merge(inner, &tenant, signal, partition_start, &segs)? {
+            merges += 1;
+        }
     }
     Ok(merges)
 }
 
+/// Merges `segs` into one segment; `false` when retention or quarantine removed an input first.
 fn merge(
     inner: &Inner,
     tenant: &TenantId,
     signal: Signal,
     partition_start: UnixNanos,
     segs: &[Arc<Segment>],
-) -> Result<()> {
+) -> Result<bool> {
     let mut batches: Vec<RecordBatch> = Vec::new();
     let mut series = HashMap::new();
     for s in segs {
@@ -74,9 +140,9 @@ fn merge(
         }
     }
     let all = arrow_select::concat::concat_batches(&schema::of(signal), &batches)?;
-    let mut manifest = inner.state.lock().manifest.clone();
+    drop(batches);
     let meta = SegmentMeta {
-        id: manifest.allocate_segment_id(),
+        id: allocate_segment_id(inner),
         tenant: tenant.clone(),
         signal,
         partition_start,
@@ -88,24 +154,34 @@ fn merge(
         files: Vec::new(),
     };
     let meta = segment::write_segment(&inner.root, meta, &all, &series, &inner.config.segment)?;
+    drop(all);
     let new_seg = Arc::new(Segment::open(&inner.root, meta.clone())?);
     let replaced: HashSet<SegmentId> = segs.iter().map(|s| s.meta().id).collect();
-    manifest.generation += 1;
-    manifest.segments.retain(|m| !replaced.contains(&m.id));
-    manifest.segments.push(meta);
-    manifest.store(&inner.root)?;
-    {
-        let mut state = inner.state.lock();
-        // Commits are serialised by the maintenance lock: each installs the next generation.
-        debug_assert_eq!(
-            manifest.generation,
-            state.manifest.generation + 1,
-            "manifest generations increase by one per commit"
-        );
-        state.manifest = manifest;
-        let list = state.segments.entry((tenant.clone(), signal)).or_default();
-        list.retain(|s| !replaced.contains(&s.meta().id));
-        list.push(new_seg);
+    let committed = commit(
+        inner,
+        |manifest| {
+            let live = manifest
+                .segments
+                .iter()
+                .filter(|m| replaced.contains(&m.id))
+                .count();
+            if live != replaced.len() {
+                return None;
+            }
+            manifest.segments.retain(|m| !replaced.contains(&m.id));
+            manifest.segments.push(meta);
+            Some(())
+        },
+        |state, ()| {
+            let list = state.segments.entry((tenant.clone(), signal)).or_default();
+            list.retain(|s| !replaced.contains(&s.meta().id));
+            list.push(new_seg.clone());
+        },
+    )?;
+    if committed.is_none() {
+        // Not in the manifest: its files go with its last handle.
+        new_seg.mark_obsolete();
+        return Ok(false);
     }
     for s in segs {
         s.mark_obsolete();
@@ -115,12 +191,11 @@ fn merge(
         .counters
         .segments_written
         .fetch_add(1, Ordering::Relaxed);
-    Ok(())
+    Ok(true)
 }
 
 /// Drops every segment whose partition ended more than its tenant's TTL ago.
 pub(super) fn apply_retention(inner: &Inner) -> Result<usize> {
-    let _guard = inner.maintenance.lock();
     let now = inner.config.clock.now();
     let expired = |m: &SegmentMeta| -> bool {
         inner.config.retention.ttl(&m.tenant).is_some_and(|ttl| {
@@ -128,43 +203,36 @@ pub(super) fn apply_retention(inner: &Inner) -> Result<usize> {
             m.partition_end().0 <= now.0.saturating_sub(ttl)
         })
     };
-    let mut manifest = inner.state.lock().manifest.clone();
-    let dropped: HashSet<SegmentId> = manifest
-        .segments
-        .iter()
-        .filter(|m| expired(m))
-        .map(|m| m.id)
-        .collect();
-    if dropped.is_empty() {
-        return Ok(0);
-    }
-    manifest.generation += 1;
-    manifest.segments.retain(|m| !dropped.contains(&m.id));
-    manifest.store(&inner.root)?;
     let mut obsolete = Vec::new();
-    {
-        let mut state = inner.state.lock();
-        // Commits are serialised by the maintenance lock: each installs the next generation.
-        debug_assert_eq!(
-            manifest.generation,
-            state.manifest.generation + 1,
-            "manifest generations increase by one per commit"
-        );
-        state.manifest = manifest;
-        for list in state.segments.values_mut() {
-            list.retain(|s| {
-                if dropped.contains(&s.meta().id) {
-                    obsolete.push(s.clone());
-                    false
-                } else {
-                    true
-                }
-            });
-        }
-    }
+    let dropped = commit(
+        inner,
+        |manifest| {
+            let dropped: HashSet<SegmentId> = manifest
+                .segments
+                .iter()
+                .filter(|m| expired(m))
+                .map(|m| m.id)
+                .collect();
+            manifest.segments.retain(|m| !dropped.contains(&m.id));
+            (!dropped.is_empty()).then_some(dropped)
+        },
+        |state, dropped| {
+            for list in state.segments.values_mut() {
+                list.retain(|s| {
+                    if dropped.contains(&s.meta().id) {
+                        obsolete.push(s.clone());
+                        false
+                    } else {
+                        true
+                    }
+                });
+            }
+        },
+    )?;
     for s in obsolete {
         s.mark_obsolete();
     }
+    let dropped = dropped.unwrap_or_default();
     inner
         .counters
         .retention_dropped_segments
@@ -174,28 +242,23 @@ pub(super) fn apply_retention(inner: &Inner) -> Result<usize> {
 
 /// Moves a segment that failed while being read into quarantine and out of the manifest.
 pub(super) fn quarantine(inner: &Inner, id: SegmentId, reason: &str) -> Result<()> {
-    let _guard = inner.maintenance.lock();
-    let mut manifest = inner.state.lock().manifest.clone();
-    let Some(meta) = manifest.segments.iter().find(|m| m.id == id).cloned() else {
+    let meta = commit(
+        inner,
+        |manifest| {
+            let meta = manifest.segments.iter().find(|m| m.id == id).cloned();
+            manifest.segments.retain(|m| m.id != id);
+            meta
+        },
+        |state, _| {
+            for list in state.segments.values_mut() {
+                list.retain(|s| s.meta().id != id);
+            }
+        },
+    )?;
+    let Some(meta) = meta else {
         return Ok(());
     };
-    tracing::error!(segment = %id, %reason, "quarantining segment that failed to read");
-    manifest.generation += 1;
-    manifest.segments.retain(|m| m.id != id);
-    manifest.store(&inner.root)?;
-    {
-        let mut state = inner.state.lock();
-        // Commits are serialised by the maintenance lock: each installs the next generation.
-        debug_assert_eq!(
-            manifest.generation,
-            state.manifest.generation + 1,
-            "manifest generations increase by one per commit"
-        );
-        state.manifest = manifest;
-        for list in state.segments.values_mut() {
-            list.retain(|s| s.meta().id != id);
-        }
-    }
+    tracing::error!(segment = %id, %reason, "quarantined segment that failed to read");
     super::recovery::quarantine_segment(&inner.root, &meta)?;
     inner
         .counters
@@ -203,3 +266,6 @@ pub(super) fn quarantine(inner: &Inner, id: SegmentId, reason: &str) -> Result<(
         .fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

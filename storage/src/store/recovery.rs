@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use serde::Serialize;
 
 use super::{Counters, Inner, State};
@@ -237,11 +237,13 @@ pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenRepor
         config,
         wal,
         state: Mutex::new(state),
-        maintenance: Mutex::new(()),
+        commit: Mutex::new(()),
+        flushing: Mutex::new(()),
+        compacting: Mutex::new(()),
         budget,
         counters,
-        wake: Condvar::new(),
-        wake_lock: Mutex::new(false),
+        wake: super::background::Wakeup::default(),
+        compact_wake: super::background::Wakeup::default(),
         shutdown: AtomicBool::new(false),
         _lock_file: lock_file,
     };
