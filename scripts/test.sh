@@ -30,11 +30,12 @@ fi
 export SIGHTLINE_OPENLIT_PYTHON="$OPENLIT_VENV/bin/python"
 export SIGHTLINE_REQUIRE_PYTHON=1
 
-echo "==> Debian packages: Prometheus 2.42 and promtool (reference engine for the PromQL golden suite, remote-write peer), curl and jq (the README's examples), chromium and its driver (the web UI's browser tests)"
+echo "==> Debian packages: Prometheus 2.42 and promtool (reference engine for the PromQL golden suite, remote-write peer), curl and jq (the README's examples), chromium and its driver (the web UI's browser tests), make (builds jemalloc, the server's allocator)"
 APT_PKGS=()
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then APT_PKGS+=(prometheus); fi
 command -v curl >/dev/null || APT_PKGS+=(curl)
 command -v jq >/dev/null || APT_PKGS+=(jq)
+command -v make >/dev/null || APT_PKGS+=(make)
 command -v chromium >/dev/null || APT_PKGS+=(chromium)
 command -v chromedriver >/dev/null || APT_PKGS+=(chromium-driver)
 if (( ${#APT_PKGS[@]} )); then

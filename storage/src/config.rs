@@ -17,8 +17,12 @@ pub struct CompactionConfig {
     pub enabled: bool,
     /// Merge a partition once it has at least this many small segments.
     pub min_segments: usize,
-    /// Segments with at least this many rows are not merged further.
+    /// Segments with at least this many rows are not merged further, and one merge reads at
+    /// most this many rows.
     pub target_rows: u64,
+    /// One merge reads at most this many bytes of rows decoded in memory (its working memory is
+    /// about twice that: the rows and their sorted copy).
+    pub max_merge_bytes: u64,
 }
 
 impl Default for CompactionConfig {
@@ -27,6 +31,7 @@ impl Default for CompactionConfig {
             enabled: true,
             min_segments: 4,
             target_rows: 4_000_000,
+            max_merge_bytes: 256 << 20,
         }
     }
 }

@@ -58,6 +58,10 @@ pub struct SegmentMeta {
     pub rows: u64,
     /// How many merges produced this segment (0 for a flush).
     pub level: u32,
+    /// Bytes its rows take decoded in memory (Arrow), what a merge that reads it holds; 0 for
+    /// segments written before it was recorded.
+    #[serde(default)]
+    pub decoded_bytes: u64,
     /// Checksums of the segment's files (the text index counts as one entry per file).
     pub files: Vec<FileChecksum>,
 }
@@ -225,6 +229,7 @@ mod tests {
                 max_time: UnixNanos(a.max(b)),
                 rows,
                 level: (rows % 4) as u32,
+                decoded_bytes: rows.wrapping_mul(100),
                 files: files
                     .into_iter()
                     .map(|(name, len, crc32c)| FileChecksum { name, len, crc32c })

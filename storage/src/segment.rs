@@ -409,6 +409,22 @@ impl Segment {
         self.obsolete.store(true, Ordering::Release);
     }
 
+    /// Bytes its rows take decoded in memory: recorded at write, or for older segments the
+    /// Parquet data's uncompressed size doubled (dictionary-encoded strings expand when read).
+    pub(crate) fn decoded_bytes(&self) -> u64 {
+        if self.meta.decoded_bytes > 0 {
+            return self.meta.decoded_bytes;
+        }
+        let uncompressed: i64 = self
+            .parquet
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|rg| rg.total_byte_size())
+            .sum();
+        u64::try_from(uncompressed).unwrap_or(0).saturating_mul(2)
+    }
+
     /// Reads every row of the segment (for compaction).
     pub(crate) fn read_all(&self) -> Result<Vec<RecordBatch>> {
         let path = self.data_path();

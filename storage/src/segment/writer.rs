@@ -371,12 +371,14 @@ fn checksum_tree(base: &Path, dir: &Path, out: &mut Vec<FileChecksum>) -> Result
 pub(crate) fn write_segment(
     root: &Path,
     mut meta: SegmentMeta,
-    batch: &RecordBatch,
+    batch: RecordBatch,
     catalog: &HashMap<SeriesId, Arc<SeriesDef>>,
     opts: &SegmentWriteOptions,
 ) -> Result<SegmentMeta> {
     let signal = meta.signal;
-    let sorted = sort_for_segment(signal, batch)?;
+    let sorted = sort_for_segment(signal, &batch)?;
+    // The unsorted copy goes before the files are encoded: a flush or merge holds one copy.
+    drop(batch);
     debug_assert!(
         is_sorted_for_segment(signal, &sorted)?,
         "rows entering a {signal:?} segment are in segment order"
@@ -452,6 +454,7 @@ pub(crate) fn write_segment(
     meta.min_time = lo;
     meta.max_time = hi;
     meta.rows = sorted.num_rows() as u64;
+    meta.decoded_bytes = columnar::batch_bytes(&sorted) as u64;
     let mut files = Vec::new();
     checksum_tree(&dir, &dir, &mut files)?;
     meta.files = files;

@@ -191,10 +191,10 @@ fn write_job(
         max_time: UnixNanos(0),
         rows: 0,
         level: 0,
+        decoded_bytes: 0,
         files: Vec::new(),
     };
-    let meta = segment::write_segment(&inner.root, meta, &rows, &series, &inner.config.segment)?;
-    drop(rows);
+    let meta = segment::write_segment(&inner.root, meta, rows, &series, &inner.config.segment)?;
     let seg = Segment::open(&inner.root, meta.clone())?;
     Ok((meta, seg))
 }

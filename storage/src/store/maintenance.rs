@@ -5,7 +5,7 @@
 //! Compaction is size-tiered: segments merge with segments of their own level (a flush writes
 //! level 0, a merge writes one level above its highest input), a level merges once it has
 //! `min_segments` segments, and one merge reads at most [`crate::CompactionConfig::target_rows`]
-//! rows. Every row is therefore rewritten about
+//! rows and [`crate::CompactionConfig::max_merge_bytes`] of them decoded. Every row is therefore rewritten about
 //! log(rows per partition / rows per flush) / log(`min_segments`) times, whatever the order data
 //! arrives in, and a merge's working memory is bounded. Compaction holds no lock a flush needs
 //! while it reads and writes: only its commit is serialised with the others, and it is
@@ -36,11 +36,14 @@ struct Candidate {
     id: SegmentId,
     rows: u64,
     level: u32,
+    /// Decoded size in memory.
+    bytes: u64,
 }
 
 /// The segments of one partition to merge next (by id), or `None`. `segs` are the partition's
 /// segments below the target size. The lowest level with at least `min_segments` segments merges
-/// its smallest ones, as many as fit in `target_rows` of input (at least two). A level therefore
+/// its smallest ones, as many as fit in `target_rows` and `max_merge_bytes` of input (at least
+/// two). A level therefore
 /// holds fewer than `min_segments` segments once compaction has caught up, and a partition about
 /// `min_segments` times the number of levels.
 fn pick_merge(segs: &[Candidate], cfg: &CompactionConfig) -> Option<Vec<SegmentId>> {
@@ -51,12 +54,13 @@ fn pick_merge(segs: &[Candidate], cfg: &CompactionConfig) -> Option<Vec<SegmentI
         if level.len() < min {
             continue;
         }
-        let mut rows = 0u64;
+        let (mut rows, mut bytes) = (0u64, 0u64);
         let picked: Vec<SegmentId> = level
             .iter()
             .take_while(|c| {
                 rows = rows.saturating_add(c.rows);
-                rows <= cfg.target_rows
+                bytes = bytes.saturating_add(c.bytes);
+                rows <= cfg.target_rows && bytes <= cfg.max_merge_bytes
             })
             .map(|c| c.id)
             .collect();
@@ -106,6 +110,7 @@ pub(super) fn compact(inner: &Inner) -> Result<usize> {
                 id: s.meta().id,
                 rows: s.meta().rows,
                 level: s.meta().level,
+                bytes: s.decoded_bytes(),
             })
             .collect();
         let Some(picked) = pick_merge(&candidates, cfg) else {
@@ -151,10 +156,10 @@ fn merge(
         max_time: UnixNanos(0),
         rows: 0,
         level: segs.iter().map(|s| s.meta().level).max().unwrap_or(0) + 1,
+        decoded_bytes: 0,
         files: Vec::new(),
     };
-    let meta = segment::write_segment(&inner.root, meta, &all, &series, &inner.config.segment)?;
-    drop(all);
+    let meta = segment::write_segment(&inner.root, meta, all, &series, &inner.config.segment)?;
     let new_seg = Arc::new(Segment::open(&inner.root, meta.clone())?);
     let replaced: HashSet<SegmentId> = segs.iter().map(|s| s.meta().id).collect();
     let committed = commit(

@@ -5,6 +5,7 @@ fn cfg(min_segments: usize, target_rows: u64) -> CompactionConfig {
         enabled: true,
         min_segments,
         target_rows,
+        max_merge_bytes: u64::MAX,
     }
 }
 
@@ -15,6 +16,7 @@ fn cands(list: &[(u64, u32)]) -> Vec<Candidate> {
             id: SegmentId(i as u64 + 1),
             rows,
             level,
+            bytes: rows * 10,
         })
         .collect()
 }
@@ -58,6 +60,15 @@ fn one_merge_reads_at_most_target_rows() {
     );
     // Two segments of 60 cannot pair within 100 rows: no merge.
     assert_eq!(pick_merge(&cands(&[(60, 0), (60, 0)]), &c), None);
+    // The decoded bytes cap the input too (10 bytes per row here).
+    let c = CompactionConfig {
+        max_merge_bytes: 900,
+        ..cfg(2, 1_000)
+    };
+    assert_eq!(
+        pick_merge(&cands(&[(40, 0), (40, 0), (40, 0)]), &c),
+        ids(&[1, 2])
+    );
     // A full level whose segments do not all fit merges the ones that do.
     let c = cfg(4, 100);
     assert_eq!(
@@ -77,6 +88,7 @@ fn rows_rewritten_grow_with_the_log_of_the_flushes() {
             id: SegmentId(next),
             rows: 100,
             level: 0,
+            bytes: 1_000,
         });
         next += 1;
         written += 100;
@@ -93,6 +105,7 @@ fn rows_rewritten_grow_with_the_log_of_the_flushes() {
                 id: SegmentId(next),
                 rows,
                 level,
+                bytes: rows * 10,
             });
             next += 1;
             written += rows;
