@@ -156,7 +156,7 @@ pub fn traces_body_shaped(seq: u64, batch: usize, shape: &SpanShape) -> Vec<u8> 
                 + (i % per_trace) * 3_000_000;
             let hs = mix(h ^ (i << 8));
             let (provider, model) = MODELS[(mix(h ^ 2) % shape.models.clamp(1, 12)) as usize];
-            let error = hs % 50 == 0;
+            let error = hs.is_multiple_of(50);
             Span {
                 trace_id: trace_id.to_vec(),
                 span_id: span_id.to_vec(),

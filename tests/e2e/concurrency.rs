@@ -41,6 +41,7 @@ fn config() -> StoreConfig {
             enabled: true,
             min_segments: 2,
             target_rows: 1_000_000,
+            ..CompactionConfig::default()
         },
         segment: SegmentWriteOptions {
             row_group_rows: 256,

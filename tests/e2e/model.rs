@@ -244,6 +244,7 @@ impl Harness {
                 enabled: true,
                 min_segments: 2,
                 target_rows: 1_000_000,
+                ..CompactionConfig::default()
             },
             clock: self.clock.clone(),
             ..StoreConfig::default()

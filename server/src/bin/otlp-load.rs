@@ -84,7 +84,7 @@ struct Args {
 
 impl Args {
     fn shape(&self) -> Option<SpanShape> {
-        (self.spread_hours > 0.0).then(|| SpanShape {
+        (self.spread_hours > 0.0).then_some(SpanShape {
             spread_nanos: (self.spread_hours * 3600e9) as u64,
             services: self.services,
             names: self.names,
