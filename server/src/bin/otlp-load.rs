@@ -3,10 +3,14 @@
 //! Posts OTLP/HTTP protobuf batches (LLM-like spans with GenAI attributes, metric data points,
 //! or log lines) over N keep-alive connections, each waiting for the durable acknowledgement
 //! before sending the next, and reports throughput, server CPU microseconds per item (from
-//! `/proc/<pid>/stat`), p50/p99 acknowledgement latency and the server's peak RSS (`VmHWM`).
+//! `/proc/<pid>/stat`), p50/p99 acknowledgement latency and the server's peak RSS (`VmHWM`),
+//! with a progress line (rate, refusals, slowest ack, server RSS) every `--progress-every`
+//! seconds. `--spread-hours` sends spans spread over a time window with chosen cardinalities
+//! (services, span names, models, users, spans per trace) instead of every span at now.
 //!
 //! ```text
 //! otlp-load --addr 127.0.0.1:4318 --pid $(pidof sightline) --signal all --seconds 10
+//! otlp-load --pid $(pidof sightline) --signal traces --rate 100000 --seconds 600 --spread-hours 24
 //! ```
 
 use std::net::SocketAddr;
