@@ -3,7 +3,7 @@
 #   scripts/ingest-restart.sh SECONDS [otlp-load flags, e.g. --spread-hours 24]
 # Loads spans at 100,000/s for SECONDS, times a whole-day count and error ratio by service,
 # SIGKILLs the server, starts it again on the same data directory, and reports when /ready
-# answered and how long the same query takes right after.
+# answered and how long the same query takes right after, and 5 s later.
 set -euo pipefail
 secs=${1:?seconds}; shift
 cd "$(dirname "$0")/.."
@@ -34,3 +34,5 @@ start
 until curl -sf -o /dev/null "127.0.0.1:$port/ready"; do sleep 0.02; done
 echo "ready $(echo "$(date +%s.%N) - $t" | bc) s after the restart"
 echo "query right after: $(query), again $(query), again $(query)"
+sleep 5
+echo "5 s later (rollups of the opened segments cached in the background): $(query)"

@@ -318,6 +318,21 @@ impl Segment {
         Ok(Some(all))
     }
 
+    /// Reads the rollup rows into the cache now (when they fit), so the first query that uses
+    /// them does not pay for it: called when a flush or merge installs the segment and for every
+    /// segment after open. A failure is left for the query to meet and report.
+    pub(crate) fn warm(&self) {
+        if let Err(e) = self.rollup() {
+            tracing::debug!(error = %e, dir = %self.dir.display(), "rollup not cached");
+        }
+    }
+
+    /// Whether the rollup rows are in the cache.
+    #[cfg(test)]
+    pub(crate) fn has_rollup_cached(&self) -> bool {
+        self.rollup.get().is_some()
+    }
+
     /// The sorted durations of rollup rows `kept` (ascending indexes into [`Segment::rollup`])
     /// as a list column, one list per kept row.
     pub(crate) fn rollup_durations(&self, rows: &RecordBatch, kept: &[usize]) -> Result<ArrayRef> {

@@ -196,6 +196,7 @@ fn write_job(
     };
     let meta = segment::write_segment(&inner.root, meta, rows, &series, &inner.config.segment)?;
     let seg = Segment::open(&inner.root, meta.clone())?;
+    seg.warm();
     Ok((meta, seg))
 }
 

@@ -161,6 +161,7 @@ fn merge(
     };
     let meta = segment::write_segment(&inner.root, meta, all, &series, &inner.config.segment)?;
     let new_seg = Arc::new(Segment::open(&inner.root, meta.clone())?);
+    new_seg.warm();
     let replaced: HashSet<SegmentId> = segs.iter().map(|s| s.meta().id).collect();
     let committed = commit(
         inner,

@@ -208,6 +208,21 @@ mod with_a_store {
     }
 
     #[test]
+    fn flushed_and_merged_segments_hold_their_rollups_in_the_cache() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(UnixNanos(T0)));
+        let store = store_with_segments(dir.path(), clock, 4);
+        let cached = |store: &Store| -> Vec<bool> {
+            let state = store.inner.state.lock();
+            let segs = state.segments.values().flatten();
+            segs.map(|s| s.has_rollup_cached()).collect()
+        };
+        assert_eq!(cached(&store), vec![true; 4], "flushed segments");
+        assert_eq!(compact(&store.inner).expect("compact"), 1);
+        assert_eq!(cached(&store), vec![true], "merged segment");
+    }
+
+    #[test]
     fn a_flush_does_not_wait_for_a_compaction_pass() {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(UnixNanos(T0)));
