@@ -469,7 +469,8 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
 
     // Logs: the lines the API finds, each linked to its trace, and the histogram; 10 lines
     // first, then "More" appends the next 100 by cursor: the rows are the API's first 110 in
-    // order, each once.
+    // order (all of them when the demo has fewer: its traffic follows the time of day), each
+    // once.
     let logs = get(
         addr,
         &format!(
@@ -488,7 +489,11 @@ fn quality_anomalies_evidence_and_logs_views_show_what_the_apis_answer() {
             ])
         })
         .collect();
-    assert_eq!(want.len(), 110, "the demo has more failed calls: {logs}");
+    assert!(
+        want.len() > 20,
+        "too few failed calls for two pages: {}",
+        want.len()
+    );
     b.open(&format!(
         "{base}#/logs?q=failed&service=llm-router&start={start}&end={end}&limit=10"
     ));
