@@ -506,6 +506,12 @@ impl Inner {
         self.wake.notify();
     }
 
+    /// Every live segment, of every tenant and signal.
+    fn live_segments(&self) -> Vec<Arc<Segment>> {
+        let state = self.state.lock();
+        state.segments.values().flatten().cloned().collect()
+    }
+
     /// Appends one batch: WAL, memtable, durability.
     fn append(
         &self,

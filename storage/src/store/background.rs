@@ -107,14 +107,7 @@ fn run(inner: &Inner) {
 fn run_compaction(inner: &Inner) {
     // The segments found at open: their rollups into the cache, newest first, so queries right
     // after a restart answer at their usual speed.
-    let mut opened: Vec<_> = inner
-        .state
-        .lock()
-        .segments
-        .values()
-        .flatten()
-        .cloned()
-        .collect();
+    let mut opened = inner.live_segments();
     opened.sort_by_key(|s| std::cmp::Reverse(s.meta().partition_start));
     for seg in opened {
         if inner.shutdown.load(Ordering::Acquire) {

@@ -178,14 +178,7 @@ mod with_a_store {
         let clock = Arc::new(ManualClock::new(UnixNanos(T0)));
         let store = store_with_segments(dir.path(), clock.clone(), 4);
         let inner = &store.inner;
-        let segs: Vec<Arc<Segment>> = inner
-            .state
-            .lock()
-            .segments
-            .values()
-            .flatten()
-            .cloned()
-            .collect();
+        let segs = inner.live_segments();
         assert_eq!(segs.len(), 4);
         // Retention drops the partition after the merge read its inputs, before it commits.
         clock.advance(3 * HOUR);
