@@ -381,11 +381,17 @@ fn a_langchain_retriever_and_an_openai_call_are_assembled_into_a_hallucination_i
     );
     let groups = series["series"].as_array().unwrap();
     assert_eq!(groups.len(), 1, "{series}");
-    let metrics = http(s.http, "GET", "/metrics", &[], b"").unwrap().text();
-    assert!(
-        metrics.contains("sightline_assembly_evaluations_total 2"),
-        "{metrics}"
-    );
+    // The counter moves once the store acknowledged the evaluations, just after they
+    // became searchable.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let metrics = http(s.http, "GET", "/metrics", &[], b"").unwrap().text();
+        if metrics.contains("sightline_assembly_evaluations_total 2") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{metrics}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 
     // Provenance: both answers had eiffel in their context; only the grounded one is
     // supported by it; only the contradicting one has unsupported sentences.

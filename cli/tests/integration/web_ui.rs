@@ -113,9 +113,12 @@ fn trace_view_shows_the_stored_trace_with_its_tokens() {
 
     // The trace list.
     b.open(&format!("{base}#/traces?since=6h&model=gpt-4o"));
+    // The demo keeps sending live traffic: the newest traces may not be evaluated yet when
+    // the list is drawn, so take a trace whose row already shows an index.
     let ids = b.wait_for(
-        "trace rows",
-        "return [...document.querySelectorAll('[data-testid=trace-row]')].map(r => r.dataset.traceId)",
+        "trace rows with a hallucination index",
+        "const r = [...document.querySelectorAll('[data-testid=trace-row]')].filter(r => r.dataset.hallucination !== '');
+         return r.length ? r.map(r => r.dataset.traceId) : null",
     );
     b.screenshot("traces");
     let trace_id = ids[0].as_str().unwrap().to_owned();
