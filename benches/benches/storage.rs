@@ -4,7 +4,7 @@
 #![allow(missing_docs)] // criterion_group! generates an undocumented function.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use sightline_bench::workload;
+use sightline_bench::workload::{self, TraceGen};
 use sightline_storage::{
     FsyncPolicy, MetricBatch, Predicate, ScanRequest, Signal, Store, StoreConfig, TenantId,
     TimeRange, UnixNanos, columnar,

@@ -1,4 +1,4 @@
-"""Load the query benchmark's data into DuckDB and chDB and answer its seven questions.
+"""Load the query benchmark's data into DuckDB and chDB and answer its ten questions.
 
 usage: query_peers.py PARAMS_JSON WORKDIR OUT_JSON [REPEATS]
 
@@ -129,6 +129,7 @@ def questions(p, dialect):
     text = (f"hasToken(body, '{p['q6'][2]}')" if ch else f"body LIKE '%{p['q6'][2]}%'")
     err = "avg(status_code = 2)" if ch else "avg(CASE WHEN status_code = 2 THEN 1.0 ELSE 0.0 END)"
     ids = p["trace_ids"]
+    within = f"start_time >= {p['unaligned'][0]} AND start_time < {p['unaligned'][1]}"
     return [
         ("q1", lambda i: f"SELECT * FROM {db}spans "
                          f"WHERE trace_id = {unhex}('{ids[i % len(ids)]}')",
@@ -152,6 +153,16 @@ def questions(p, dialect):
                          f"ORDER BY time DESC LIMIT 100",
          lambda rows: sum((r[0] - p["t0_ns"]) / 1e9 for r in rows)),
         ("q7", lambda i: q7_sql(p, dialect), lambda rows: sum(r[2] for r in rows)),
+        ("q8", lambda i: f"SELECT service_name, {err} FROM {db}spans WHERE {within} "
+                         f"GROUP BY service_name ORDER BY service_name",
+         lambda rows: sum(r[1] for r in rows)),
+        ("q9", lambda i: f"SELECT model, {bucket(HOUR)} AS b, sum(input_tokens), sum(output_tokens) "
+                         f"FROM {db}spans WHERE {within} AND model != '' GROUP BY model, b "
+                         f"ORDER BY model, b",
+         lambda rows: sum(r[2] + r[3] for r in rows)),
+        ("q10", lambda i: f"SELECT span_name, count(*) FROM {db}spans WHERE {within} "
+                          f"GROUP BY span_name ORDER BY span_name",
+         lambda rows: sum(r[1] for r in rows)),
     ]
 
 

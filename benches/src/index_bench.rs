@@ -8,30 +8,22 @@
 use std::path::Path;
 use std::time::Instant;
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use sightline_storage::schema::col;
 use sightline_storage::{
-    AttrValue, FsyncPolicy, Matcher, Predicate, ScanRequest, Signal, SpanId, SpanRecord, Store,
-    StoreConfig, TenantId, TimeRange, TraceId, UnixNanos,
+    FsyncPolicy, Matcher, Predicate, ScanRequest, Signal, Store, StoreConfig, TenantId, TimeRange,
+    UnixNanos,
 };
 
-/// The workload's shape.
+use crate::workload::{ShapedSpanGen, SpanShape, TraceGen};
+
+/// The workload: how many spans of which shape, flushed into segments of which size.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
     /// Spans in all.
     pub spans: usize,
-    /// Spans per trace.
-    pub spans_per_trace: usize,
-    /// Distinct services.
-    pub services: usize,
-    /// Distinct span names.
-    pub names: usize,
-    /// Distinct models (one span in five is an LLM call).
-    pub models: usize,
-    /// Distinct `user.id` values (one per trace).
-    pub users: usize,
+    /// Cardinalities of the spans.
+    pub span: SpanShape,
     /// Spans per flushed segment.
     pub segment_spans: usize,
 }
@@ -41,45 +33,6 @@ const DAY_NS: i64 = 86_400_000_000_000;
 
 fn tenant() -> TenantId {
     TenantId::new("bench").unwrap_or_else(|_| unreachable!("valid tenant id"))
-}
-
-fn trace(shape: &Shape, rng: &mut StdRng, t: u64, traces: u64) -> Vec<SpanRecord> {
-    let start = DAY_START_NS + (t as i64).saturating_mul(DAY_NS / traces.max(1) as i64);
-    let user = rng.random_range(0..shape.users.max(1));
-    let mut out = Vec::with_capacity(shape.spans_per_trace);
-    let mut id = [0u8; 16];
-    id[..8].copy_from_slice(&(t + 1).to_be_bytes());
-    id[15] = 1;
-    for i in 0..shape.spans_per_trace {
-        let offset = i as i64 * 1_000_000;
-        let mut s = SpanRecord::new(
-            TraceId(id),
-            SpanId(((t << 8) | i as u64 | 1 << 63).to_be_bytes()),
-            format!("service-{}", rng.random_range(0..shape.services.max(1))),
-            format!("operation-{}", rng.random_range(0..shape.names.max(1))),
-            UnixNanos(start + offset),
-            UnixNanos(start + offset + rng.random_range(100_000..50_000_000)),
-        );
-        s.parent_span_id = (i > 0).then(|| SpanId(((t << 8) | 1 << 63).to_be_bytes()));
-        s.attributes = vec![
-            ("user.id".into(), AttrValue::Str(format!("user-{user:06}"))),
-            (
-                "http.status_code".into(),
-                AttrValue::Int([200, 200, 200, 404, 500][rng.random_range(0..5)]),
-            ),
-        ];
-        if rng.random_range(0..5) == 0 {
-            s.gen_ai.operation_name = Some("chat".into());
-            s.gen_ai.request_model = Some(format!(
-                "model-{}",
-                rng.random_range(0..shape.models.max(1))
-            ));
-            s.gen_ai.input_tokens = Some(rng.random_range(10..4_000));
-            s.gen_ai.output_tokens = Some(rng.random_range(10..1_000));
-        }
-        out.push(s);
-    }
-    out
 }
 
 /// Bytes of the files named `name` under `dir`, recursively.
@@ -111,12 +64,13 @@ pub fn run(dir: &Path, shape: Shape) -> Result<Value, String> {
         },
     )
     .map_err(|e| e.to_string())?;
-    let mut rng = StdRng::seed_from_u64(7);
-    let traces = (shape.spans / shape.spans_per_trace.max(1)) as u64;
+    let mut generator = ShapedSpanGen::new(shape.span, 7);
+    let traces = (shape.spans / shape.span.spans_per_trace.max(1)) as u64;
     let started = Instant::now();
     let (mut batch, mut since_flush, mut stored) = (Vec::new(), 0usize, 0usize);
     for t in 0..traces {
-        batch.extend(trace(&shape, &mut rng, t, traces));
+        let start = DAY_START_NS + (t as i64).saturating_mul(DAY_NS / traces.max(1) as i64);
+        batch.extend(generator.trace(UnixNanos(start)));
         if batch.len() >= 10_000 || t + 1 == traces {
             store
                 .append_spans(&tenant(), &batch)
@@ -149,7 +103,7 @@ pub fn run(dir: &Path, shape: Shape) -> Result<Value, String> {
         let res = last.ok_or("no run")?;
         Ok((times[times.len() / 2], res))
     };
-    let user = format!("user-{:06}", shape.users / 3);
+    let user = format!("user-{:06}", shape.span.users / 3);
     let lookup = ScanRequest::new(tenant(), Signal::Spans, TimeRange::ALL)
         .with(Predicate::Attr(Matcher::eq("user.id", user.clone())))
         .project(&[col::TRACE_ID, col::SPAN_ID]);
@@ -166,11 +120,11 @@ pub fn run(dir: &Path, shape: Shape) -> Result<Value, String> {
     println!(
         "{} spans ({} per trace, {} services, {} names, {} models, {} users) in segments of {}: loaded in {load_s:.1} s",
         stored,
-        shape.spans_per_trace,
-        shape.services,
-        shape.names,
-        shape.models,
-        shape.users,
+        shape.span.spans_per_trace,
+        shape.span.services,
+        shape.span.names,
+        shape.span.models,
+        shape.span.users,
         shape.segment_spans
     );
     println!(

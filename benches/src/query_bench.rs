@@ -1,6 +1,6 @@
-//! The query benchmark: one generated LLM workload (spans, correlated logs, metric samples)
-//! loaded into Sightline, and the seven questions of the benchmark answered by Sightline's query
-//! layer. `benches/python/query_peers.py` loads the same rows (read from Sightline's own Parquet
+//! The query benchmark: a generated workload of one of two [`Shape`]s (spans, correlated logs,
+//! metric samples) loaded into Sightline, and the ten questions of the benchmark answered by
+//! Sightline's query layer (three of them over a time range that starts and ends mid-minute). `benches/python/query_peers.py` loads the same rows (read from Sightline's own Parquet
 //! segments) into DuckDB and chDB and answers the same questions in SQL; the runner
 //! (`sightline-bench query`) compares medians and checks that every engine gave the same answer
 //! (row counts and a digest of the values).
@@ -19,17 +19,59 @@ use sightline_storage::{
     TimeRange, TraceId, UnixNanos,
 };
 
-use crate::workload;
+use crate::workload::{self, TraceGen};
 
 /// 2026-06-01T00:00:00Z in nanoseconds: the start of the generated day.
 pub const T0_NS: i64 = 1_780_272_000_000_000_000;
 const HOUR: i64 = 3_600_000_000_000;
 const DAY: i64 = 24 * HOUR;
 
+/// Which spans to generate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Shape {
+    /// The LLM application of [`workload::SpanGen`]: 5 spans per trace (gateway, retrieval,
+    /// rerank, guardrail, model call), 5 services, 5 span names, 5 models, 10,000 users.
+    Llm,
+    /// [`workload::SpanShape::WIDE`]: 10 spans per trace of 10 services and 50 span names
+    /// picked at random, 6 models, 100,000 users.
+    Wide,
+}
+
+impl Shape {
+    /// Its name on the command line and in directory names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Llm => "llm",
+            Shape::Wide => "wide",
+        }
+    }
+
+    fn generator(self, seed: u64) -> Box<dyn TraceGen> {
+        match self {
+            Shape::Llm => Box::new(workload::SpanGen::new(seed)),
+            Shape::Wide => Box::new(workload::ShapedSpanGen::new(
+                workload::SpanShape::WIDE,
+                seed,
+            )),
+        }
+    }
+
+    /// Question 4's model and user.
+    fn model_and_user(self) -> [String; 2] {
+        match self {
+            Shape::Llm => ["gpt-4o".into(), "user-42".into()],
+            Shape::Wide => ["model-0".into(), "user-000042".into()],
+        }
+    }
+}
+
 /// How much to generate.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Sizes {
-    /// Spans (5 per trace) over one day.
+    /// Which spans.
+    pub shape: Shape,
+    /// Spans over one day.
     pub spans: usize,
     /// Log lines over the same day.
     pub logs: usize,
@@ -48,6 +90,8 @@ pub struct Params {
     pub q2: [i64; 2],
     /// Question 4's model and user.
     pub q4: [String; 2],
+    /// The unaligned range of questions 8 to 10: from 3:17:23.456 to 21:42:36.544 of the day.
+    pub unaligned: [i64; 2],
     /// Question 6's hour and word.
     pub q6: (i64, i64, String),
     /// Question 7's range (ms) and step (s), and the metric.
@@ -82,8 +126,9 @@ pub fn load(dir: &Path, sizes: Sizes) -> Result<(Store, Params), String> {
     };
     let store = Store::open(dir, cfg).map_err(|e| e.to_string())?;
     let tenant = tenant();
-    let traces = sizes.spans / 5;
-    let mut spans = workload::SpanGen::new(11);
+    let mut spans = sizes.shape.generator(11);
+    let per_trace = spans.spans_per_trace();
+    let traces = sizes.spans / per_trace;
     let first_seq = spans.next_sequence();
     let loaded = store.stats().segment_rows > 0;
     let t = Instant::now();
@@ -103,7 +148,7 @@ pub fn load(dir: &Path, sizes: Sizes) -> Result<(Store, Params), String> {
             let logs_target = (sizes.logs as u128 * (done + n) as u128 / traces as u128) as usize;
             let need = logs_target - logs_done;
             let mut lines = Vec::with_capacity(need);
-            for (i, trace) in batch.chunks(5).enumerate() {
+            for (i, trace) in batch.chunks(per_trace).enumerate() {
                 let k = need * (i + 1) / n - need * i / n;
                 lines.extend(logs.lines(trace, k));
             }
@@ -114,7 +159,7 @@ pub fn load(dir: &Path, sizes: Sizes) -> Result<(Store, Params), String> {
             if done.is_multiple_of(100_000) {
                 eprintln!(
                     "  loaded {} spans, {logs_done} log lines ({:.0}s)",
-                    done * 5,
+                    done * per_trace,
                     t.elapsed().as_secs_f64()
                 );
             }
@@ -171,7 +216,11 @@ pub fn load(dir: &Path, sizes: Sizes) -> Result<(Store, Params), String> {
         t0_ns: T0_NS,
         trace_ids,
         q2: [T0_NS + 10 * HOUR, T0_NS + 11 * HOUR],
-        q4: ["gpt-4o".into(), "user-42".into()],
+        q4: sizes.shape.model_and_user(),
+        unaligned: [
+            T0_NS + 3 * HOUR + 1_043_456_000_000,
+            T0_NS + 21 * HOUR + 2_556_544_000_000,
+        ],
         q6: (T0_NS + 12 * HOUR, T0_NS + 13 * HOUR, "timeout".into()),
         q7: (
             (T0_NS + 6 * HOUR) / 1_000_000,
@@ -207,6 +256,15 @@ pub const QUESTIONS: &[(&str, &str)] = &[
         "q7",
         "sum by (model) (rate(counter[5m])) over 6 h at 60 s step",
     ),
+    (
+        "q8",
+        "error ratio by service over an unaligned 18.4 h range",
+    ),
+    (
+        "q9",
+        "token sums by model per hour over the unaligned range",
+    ),
+    ("q10", "span count by name over the unaligned range"),
 ];
 
 fn num_sum(t: &Table, col: usize) -> f64 {
@@ -221,6 +279,34 @@ fn agg(func: AggFunc, field: Option<&str>) -> Aggregate {
         func,
         field: field.map(str::to_owned),
     }
+}
+
+/// Error ratio by service over `time`: (rows, sum of the ratios).
+fn error_ratio_by_service(store: &Store, time: TimeRange) -> Result<(u64, f64), String> {
+    let mut plan = Plan::new(tenant(), Signal::Spans, time);
+    plan.group_by = vec![GroupBy::Key("service.name".into())];
+    plan.aggregates = vec![agg(AggFunc::ErrorRatio, None)];
+    let r = execute(store, &plan).map_err(|e| e.to_string())?;
+    Ok((r.rows.len() as u64, num_sum(&r, 1)))
+}
+
+/// Input and output token sums of LLM spans by model per hour over `time`: (rows, the sums'
+/// sum).
+fn tokens_by_model_per_hour(store: &Store, time: TimeRange) -> Result<(u64, f64), String> {
+    let mut plan = Plan::new(tenant(), Signal::Spans, time);
+    plan.predicates.push(Predicate::Attr(
+        Matcher::new("gen_ai.request.model", MatchOp::NotEq, "").map_err(|e| e.to_string())?,
+    ));
+    plan.group_by = vec![
+        GroupBy::Key("gen_ai.request.model".into()),
+        GroupBy::Time(HOUR),
+    ];
+    plan.aggregates = vec![
+        agg(AggFunc::Sum, Some("gen_ai.usage.input_tokens")),
+        agg(AggFunc::Sum, Some("gen_ai.usage.output_tokens")),
+    ];
+    let r = execute(store, &plan).map_err(|e| e.to_string())?;
+    Ok((r.rows.len() as u64, num_sum(&r, 2) + num_sum(&r, 3)))
 }
 
 /// Answers question `q` once with Sightline: (rows, digest).
@@ -253,13 +339,8 @@ pub fn ask(store: &Store, p: &Params, q: &str, iteration: usize) -> Result<(u64,
             let r = execute(store, &plan).map_err(e)?;
             Ok((r.rows.len() as u64, num_sum(&r, 3) / 1e6))
         }
-        "q3" => {
-            let mut plan = Plan::new(t, Signal::Spans, TimeRange::ALL);
-            plan.group_by = vec![GroupBy::Key("service.name".into())];
-            plan.aggregates = vec![agg(AggFunc::ErrorRatio, None)];
-            let r = execute(store, &plan).map_err(e)?;
-            Ok((r.rows.len() as u64, num_sum(&r, 1)))
-        }
+        "q3" => error_ratio_by_service(store, TimeRange::ALL),
+        "q8" => error_ratio_by_service(store, range(p.unaligned[0], p.unaligned[1])?),
         "q4" => {
             let mut plan = Plan::new(t, Signal::Spans, TimeRange::ALL);
             plan.predicates.push(Predicate::Attr(Matcher::eq(
@@ -277,19 +358,14 @@ pub fn ask(store: &Store, p: &Params, q: &str, iteration: usize) -> Result<(u64,
             let r = execute(store, &plan).map_err(e)?;
             Ok((r.rows.len() as u64, num_sum(&r, 1)))
         }
-        "q5" => {
-            let mut plan = Plan::new(t, Signal::Spans, TimeRange::ALL);
-            plan.predicates.push(Predicate::Attr(model_re()?));
-            plan.group_by = vec![
-                GroupBy::Key("gen_ai.request.model".into()),
-                GroupBy::Time(HOUR),
-            ];
-            plan.aggregates = vec![
-                agg(AggFunc::Sum, Some("gen_ai.usage.input_tokens")),
-                agg(AggFunc::Sum, Some("gen_ai.usage.output_tokens")),
-            ];
+        "q5" => tokens_by_model_per_hour(store, TimeRange::ALL),
+        "q9" => tokens_by_model_per_hour(store, range(p.unaligned[0], p.unaligned[1])?),
+        "q10" => {
+            let mut plan = Plan::new(t, Signal::Spans, range(p.unaligned[0], p.unaligned[1])?);
+            plan.group_by = vec![GroupBy::Key("name".into())];
+            plan.aggregates = vec![agg(AggFunc::Count, None)];
             let r = execute(store, &plan).map_err(e)?;
-            Ok((r.rows.len() as u64, num_sum(&r, 2) + num_sum(&r, 3)))
+            Ok((r.rows.len() as u64, num_sum(&r, 1)))
         }
         "q6" => {
             // What `GET /api/v1/logs/search?query=timeout&start=..&end=..&limit=100` runs.

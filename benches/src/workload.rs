@@ -150,13 +150,39 @@ pub fn samples(
     out
 }
 
-/// The trace id of trace number `seq` (see [`SpanGen::next_sequence`]).
+/// The trace id of trace number `seq` (see [`TraceGen::next_sequence`]).
 pub fn trace_id(seq: u64) -> TraceId {
     let mut t = [0u8; 16];
     t[..8].copy_from_slice(&seq.to_be_bytes());
     t[8..].copy_from_slice(&seq.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
     t[15] |= 1;
     TraceId(t)
+}
+
+/// The id of span `idx` of trace number `seq`.
+pub fn span_id(seq: u64, idx: u64) -> SpanId {
+    SpanId(((seq << 8 | idx).wrapping_mul(0x2545_f491_4f6c_dd1d) | 1).to_be_bytes())
+}
+
+/// A generator of traces, one after another, with ids [`trace_id`] of consecutive sequence
+/// numbers.
+pub trait TraceGen {
+    /// Spans in each trace.
+    fn spans_per_trace(&self) -> usize;
+
+    /// Sequence number of the next trace (the first is `seed * 1_000_003 + 1`).
+    fn next_sequence(&self) -> u64;
+
+    /// One trace starting at `start`.
+    fn trace(&mut self, start: UnixNanos) -> Vec<SpanRecord>;
+
+    /// `n` traces spread evenly from `start` over `span_nanos`.
+    fn traces(&mut self, n: usize, start: UnixNanos, span_nanos: i64) -> Vec<SpanRecord> {
+        let step = span_nanos / n.max(1) as i64;
+        (0..n)
+            .flat_map(|i| self.trace(UnixNanos(start.0 + i as i64 * step)))
+            .collect()
+    }
 }
 
 /// Generates LLM-application traces.
@@ -182,17 +208,21 @@ impl SpanGen {
     }
 
     fn ids(&mut self, trace: u64, idx: u64) -> (TraceId, SpanId) {
-        let s = (trace << 8 | idx).wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
-        (trace_id(trace), SpanId(s.to_be_bytes()))
+        (trace_id(trace), span_id(trace, idx))
+    }
+}
+
+impl TraceGen for SpanGen {
+    fn spans_per_trace(&self) -> usize {
+        5
     }
 
-    /// Sequence number of the next trace (the first is `seed * 1_000_003 + 1`).
-    pub fn next_sequence(&self) -> u64 {
+    fn next_sequence(&self) -> u64 {
         self.next_trace
     }
 
     /// One trace of 5 spans starting at `start`.
-    pub fn trace(&mut self, start: UnixNanos) -> Vec<SpanRecord> {
+    fn trace(&mut self, start: UnixNanos) -> Vec<SpanRecord> {
         let trace = self.next_trace;
         self.next_trace += 1;
         let user = self.rng.random_range(0..10_000u32);
@@ -297,13 +327,126 @@ impl SpanGen {
         out.insert(0, root);
         out
     }
+}
 
-    /// `n` traces (5 spans each) spread evenly from `start` over `span_nanos`.
-    pub fn traces(&mut self, n: usize, start: UnixNanos, span_nanos: i64) -> Vec<SpanRecord> {
-        let step = span_nanos / n.max(1) as i64;
-        (0..n)
-            .flat_map(|i| self.trace(UnixNanos(start.0 + i as i64 * step)))
-            .collect()
+/// Cardinalities of a generated span workload of anonymous services (`service-3`), span
+/// names (`operation-17`), models (`model-2`) and users (`user-000042`, one per trace).
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct SpanShape {
+    /// Spans per trace.
+    pub spans_per_trace: usize,
+    /// Distinct services.
+    pub services: usize,
+    /// Distinct span names.
+    pub names: usize,
+    /// Distinct models (one span in five is an LLM call).
+    pub models: usize,
+    /// Distinct `user.id` values (one per trace).
+    pub users: usize,
+}
+
+impl SpanShape {
+    /// A wide, high-cardinality shape unlike [`SpanGen`]'s: 10 services, 50 span names,
+    /// 6 models and 100,000 users, 10 spans per trace.
+    pub const WIDE: SpanShape = SpanShape {
+        spans_per_trace: 10,
+        services: 10,
+        names: 50,
+        models: 6,
+        users: 100_000,
+    };
+}
+
+/// Generates traces of a [`SpanShape`]: every span picks its service and name at random, one
+/// in five is an LLM call with token counts, one in a hundred fails; durations are lognormal
+/// and spans start a millisecond apart.
+#[derive(Debug)]
+pub struct ShapedSpanGen {
+    shape: SpanShape,
+    rng: StdRng,
+    next_trace: u64,
+    duration: LogNormal<f64>,
+}
+
+impl ShapedSpanGen {
+    /// A generator of `shape` with a seed.
+    pub fn new(shape: SpanShape, seed: u64) -> Self {
+        Self {
+            shape,
+            rng: StdRng::seed_from_u64(seed),
+            next_trace: seed.wrapping_mul(1_000_003) + 1,
+            duration: LogNormal::new(16.0, 1.0)
+                .unwrap_or_else(|_| unreachable!("valid parameters")),
+        }
+    }
+}
+
+impl TraceGen for ShapedSpanGen {
+    fn spans_per_trace(&self) -> usize {
+        self.shape.spans_per_trace
+    }
+
+    fn next_sequence(&self) -> u64 {
+        self.next_trace
+    }
+
+    fn trace(&mut self, start: UnixNanos) -> Vec<SpanRecord> {
+        let shape = self.shape;
+        let seq = self.next_trace;
+        self.next_trace += 1;
+        let tid = trace_id(seq);
+        let user = self.rng.random_range(0..shape.users.max(1));
+        let mut out = Vec::with_capacity(shape.spans_per_trace);
+        for i in 0..shape.spans_per_trace {
+            let begin = start.0 + i as i64 * 1_000_000;
+            let d = self.duration.sample(&mut self.rng) as i64;
+            let mut s = SpanRecord::new(
+                tid,
+                span_id(seq, i as u64),
+                format!(
+                    "service-{}",
+                    self.rng.random_range(0..shape.services.max(1))
+                ),
+                format!("operation-{}", self.rng.random_range(0..shape.names.max(1))),
+                UnixNanos(begin),
+                UnixNanos(begin + d),
+            );
+            s.parent_span_id = (i > 0).then(|| span_id(seq, 0));
+            s.kind = if i == 0 {
+                SpanKind::Server
+            } else {
+                SpanKind::Internal
+            };
+            s.scope_name = "sightline.workload".into();
+            let failed = self.rng.random_bool(0.01);
+            s.status_code = if failed {
+                StatusCode::Error
+            } else {
+                StatusCode::Ok
+            };
+            s.attributes = vec![
+                ("user.id".into(), AttrValue::Str(format!("user-{user:06}"))),
+                (
+                    "http.status_code".into(),
+                    AttrValue::Int(if failed { 500 } else { 200 }),
+                ),
+            ];
+            if self.rng.random_range(0..5) == 0 {
+                let input = self.rng.random_range(10..4_000i64);
+                let output = self.rng.random_range(10..1_000i64);
+                s.kind = SpanKind::Client;
+                s.gen_ai.operation_name = Some("chat".into());
+                s.gen_ai.request_model = Some(format!(
+                    "model-{}",
+                    self.rng.random_range(0..shape.models.max(1))
+                ));
+                s.gen_ai.input_tokens = Some(input);
+                s.gen_ai.output_tokens = Some(output);
+                s.gen_ai.total_tokens = Some(input + output);
+            }
+            out.push(s);
+        }
+        out
     }
 }
 
@@ -323,7 +466,7 @@ impl LogGen {
         }
     }
 
-    /// Log lines for one trace's spans (as made by [`SpanGen::trace`]): `n` lines (0 to 5), each
+    /// Log lines for one trace's spans (as made by a [`TraceGen`]): `n` lines (0 to 5), each
     /// from one of the spans, stamped inside the span.
     pub fn lines(&mut self, trace: &[SpanRecord], n: usize) -> Vec<sightline_storage::LogRecord> {
         let mut out = Vec::with_capacity(n);

@@ -7,7 +7,7 @@
 //! cargo run -p sightline-bench --release -- bytes --python .venv/bin/python
 //! cargo run -p sightline-bench --release -- trace-lookup --spans 10000000
 //! cargo run -p sightline-bench --release -- scan
-//! cargo run -p sightline-bench --release -- --dir /tmp/qb query --python .venv/bin/python
+//! cargo run -p sightline-bench --release -- --dir /tmp/qb query --shape wide --python .venv/bin/python
 //! cargo run -p sightline-bench --release -- index --users 100000 --names 50
 //! ```
 
@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
+use sightline_bench::workload::TraceGen;
 use sightline_bench::{index_bench, query_bench, workload};
 use sightline_storage::{
     FsyncPolicy, MetricBatch, Predicate, ScanRequest, Signal, SpanRecord, Store, StoreConfig,
@@ -122,10 +123,14 @@ enum Cmd {
         #[arg(long, default_value_t = 500_000)]
         segment_spans: usize,
     },
-    /// The seven query-benchmark questions, answered by Sightline and (with `--python`) by
+    /// The ten query-benchmark questions, answered by Sightline and (with `--python`) by
     /// DuckDB and chDB over the same rows; prints medians, ratios and whether answers agree.
     Query {
-        /// Spans (5 per trace) over one day.
+        /// Which spans: `llm` (5 services, 5 names, 5 models, 10,000 users, 5 spans per trace)
+        /// or `wide` (10 services, 50 names, 6 models, 100,000 users, 10 spans per trace).
+        #[arg(long, value_enum, default_value = "llm")]
+        shape: query_bench::Shape,
+        /// Spans over one day.
         #[arg(long, default_value_t = 10_000_000)]
         spans: usize,
         /// Log lines over the same day.
@@ -141,7 +146,7 @@ enum Cmd {
         /// alone when omitted.
         #[arg(long)]
         python: Option<PathBuf>,
-        /// Only these questions (q1..q7, repeatable); all when omitted.
+        /// Only these questions (q1..q10, repeatable); all when omitted.
         #[arg(long = "only", value_name = "Q")]
         only: Vec<String>,
     },
@@ -589,6 +594,8 @@ fn run_query(
     only: &[String],
 ) -> Result<serde_json::Value, String> {
     let t = Instant::now();
+    // Each shape has its own data and peer databases (reused by the next run of that shape).
+    let dir = &dir.join(sizes.shape.name());
     let (store, params) = query_bench::load(&dir.join("sightline"), sizes)?;
     let stats = store.stats();
     println!(
@@ -729,11 +736,13 @@ fn main() {
             &dir,
             index_bench::Shape {
                 spans,
-                spans_per_trace,
-                services,
-                names,
-                models,
-                users,
+                span: workload::SpanShape {
+                    spans_per_trace,
+                    services,
+                    names,
+                    models,
+                    users,
+                },
                 segment_spans,
             },
         ),
@@ -743,6 +752,7 @@ fn main() {
             repeat,
         } => run_scan(&dir, series, points, repeat),
         Cmd::Query {
+            shape,
             spans,
             logs,
             samples,
@@ -752,6 +762,7 @@ fn main() {
         } => run_query(
             &dir,
             query_bench::Sizes {
+                shape,
                 spans,
                 logs,
                 samples,

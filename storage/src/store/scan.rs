@@ -23,7 +23,8 @@ pub struct ScanResult {
     /// for the matching spans of the segments that answered from their rollup; those spans are
     /// not in `batches`.
     pub rollups: Vec<RecordBatch>,
-    /// Pruning statistics.
+    /// Pruning statistics (summed over the parts of a scan cut at rollup buckets, whose
+    /// segments are counted once per part).
     pub stats: ScanStats,
     /// Segments that could not be read and were quarantined during this scan.
     pub warnings: Vec<String>,
@@ -37,6 +38,68 @@ impl ScanResult {
 }
 
 pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
+    let Some(parts) = rollup_parts(req) else {
+        return scan_once(inner, req);
+    };
+    let mut out = ScanResult::default();
+    for part in &parts {
+        let r = scan_once(inner, part)?;
+        out.batches.extend(r.batches);
+        out.rollups.extend(r.rollups);
+        out.stats.add(&r.stats);
+        out.warnings.extend(r.warnings);
+    }
+    Ok(out)
+}
+
+/// A span scan that may answer from rollups over a range that starts or ends inside a rollup
+/// bucket, cut into the whole buckets inside the range (answered from rollups where segments
+/// have them) and the partial buckets at its ends (read as rows): a segment the range cuts
+/// through is then aggregated from its rollup but for the spans of the two edge minutes,
+/// instead of row by row. `None` when the range needs no cut (aligned, unbounded, or within
+/// one bucket) or the scan takes no rollups. The parts are disjoint, so no row is counted
+/// twice; each part sees the store as it is when that part runs.
+fn rollup_parts(req: &ScanRequest) -> Option<Vec<ScanRequest>> {
+    use crate::rollup::BUCKET_NANOS as B;
+    if !req.rollups || req.signal != Signal::Spans {
+        return None;
+    }
+    let (s, e) = (req.time.start.0, req.time.end.0);
+    let first = if s == i64::MIN || s.rem_euclid(B) == 0 {
+        s
+    } else {
+        s.div_euclid(B).checked_add(1)?.checked_mul(B)?
+    };
+    let last = if e == i64::MAX {
+        e
+    } else {
+        e.div_euclid(B) * B
+    };
+    if first >= last || (first == s && last == e) {
+        return None;
+    }
+    let part = |lo: i64, hi: i64, rollups: bool| {
+        let mut r = req.clone();
+        r.time = crate::types::TimeRange {
+            start: crate::types::UnixNanos(lo),
+            end: crate::types::UnixNanos(hi),
+        };
+        r.rollups = rollups;
+        r
+    };
+    let mut parts = Vec::with_capacity(3);
+    if s < first {
+        parts.push(part(s, first, false));
+    }
+    parts.push(part(first, last, true));
+    if last < e {
+        parts.push(part(last, e, false));
+    }
+    Some(parts)
+}
+
+/// One scan over one consistent view of the segments and memtables.
+fn scan_once(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
     req.deadline.check()?;
     let key = (req.tenant.clone(), req.signal);
     let (segments, mems, series_filter): (Vec<Arc<Segment>>, Vec<MemSnapshot>, _) = {
