@@ -12,9 +12,11 @@
 //! **Index policy, per key and segment, by measured cost** ([`PostingsBuilder::finish_indexed`]):
 //! a key with at least [`MIN_VALUES_FOR_BLOOM`] distinct values whose postings would take at
 //! least [`BLOOM_SAVING`] times the bytes of row-group blooms over the same pairs, and whose
-//! values each sit in few row groups (a typical value in at most 1/[`BLOOM_SELECTIVITY`] of
-//! them when the segment has several, so a bloom still skips most of it; a one-group segment's
-//! bloom skips the whole segment for a value it lacks), is indexed by the per-row-group blooms of
+//! values' rows each sit together in one row group (at most [`BLOOM_MAX_GROUPS_PER_VALUE`]
+//! groups per value on average: a bloom points to whole row groups, so a lookup decodes every
+//! row of each group it points to, attribute maps included; a value spread over four groups of
+//! 16,384 rows would cost 65,536 decoded rows per segment where postings name its few rows), is
+//! indexed by the per-row-group blooms of
 //! [`crate::attr_bloom`] instead: its postings entry keeps no values and is marked
 //! [`Postings::in_blooms`], lookups answer [`Lookup::Unknown`], and the reader skips the row
 //! groups whose bloom lacks the pair. Integer promoted columns (token counts) get no postings
@@ -45,8 +47,9 @@ pub const MAX_VALUES_PER_KEY: usize = 100_000;
 pub const MIN_VALUES_FOR_BLOOM: usize = 1024;
 /// Blooms replace postings only when the postings would be at least this many times larger.
 pub const BLOOM_SAVING: usize = 4;
-/// ... and a typical value sits in at most 1/this of the row groups (of segments with several).
-pub const BLOOM_SELECTIVITY: usize = 2;
+/// ... and a typical value's rows sit in at most this many row groups on average (values
+/// clustered by the segment's order, such as a user id of a few traces in trace order).
+pub const BLOOM_MAX_GROUPS_PER_VALUE: f64 = 1.25;
 /// Bytes of bloom per distinct pair of a row group (split-block bloom at 1 % false positives
 /// takes about 10 bits, rounded to a power of two).
 const BLOOM_BYTES_PER_PAIR: f64 = 1.6;
@@ -226,9 +229,8 @@ impl PostingsBuilder {
                 groups_of.push(gs);
             }
             let bloom_bytes = (touched as f64 * BLOOM_BYTES_PER_PAIR) as usize;
-            let selective =
-                n_groups == 1 || touched * BLOOM_SELECTIVITY <= kp.values.len() * n_groups;
-            if bloom_bytes.saturating_mul(BLOOM_SAVING) > postings_bytes || !selective {
+            let clustered = touched as f64 <= kp.values.len() as f64 * BLOOM_MAX_GROUPS_PER_VALUE;
+            if bloom_bytes.saturating_mul(BLOOM_SAVING) > postings_bytes || !clustered {
                 continue;
             }
             for ((v, _), gs) in kp.values.iter().zip(&groups_of) {
@@ -491,6 +493,9 @@ mod tests {
             b.add("spread", &format!("s{}", row % 2_000), row);
             // Few values: postings stay.
             b.add("tier", ["free", "pro"][(row % 2) as usize], row);
+            // 4,000 values in runs of 4 rows, each value in 4 groups: blooms would be far
+            // smaller, but a lookup would decode 4 whole groups for 16 rows.
+            b.add("session", &format!("x{}", (row / 4) % 4_000), row);
         }
         let (p, blooms, split) = b.finish_indexed(group);
         assert_eq!(split.bloom_keys, vec!["user".to_owned()]);
@@ -499,7 +504,7 @@ mod tests {
         assert_eq!((blooms.len(), blooms.group_rows()), (64, group));
         assert!(blooms.may_contain(0, "user", "u3"));
         assert!(blooms.may_contain(63, "user", "u7999"));
-        assert!(p.in_blooms("user") && !p.in_blooms("spread"));
+        assert!(p.in_blooms("user") && !p.in_blooms("spread") && !p.in_blooms("session"));
         assert_eq!(p.equals("user", "u3"), Lookup::Unknown);
         assert!(matches!(p.equals("spread", "s1"), Lookup::Rows(r) if r.len() == 32));
         // The state survives encoding; an unknown state is corruption.
