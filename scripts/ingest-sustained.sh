@@ -15,8 +15,12 @@ target/release/sightline serve --data-dir "$dir/data" --http-addr "127.0.0.1:$po
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null && wait $pid; rm -rf "$dir"' EXIT
 until curl -sf -o /dev/null "127.0.0.1:$port/ready"; do sleep 0.1; done
-target/release/otlp-load --addr "127.0.0.1:$port" --pid "$pid" --signal traces --connections 16 \
-  --rate 100000 --seconds "$secs" --bodies 2048 --progress-every 10 "$@"
+# Defaults (spans at 100 k/s) unless the flags given name the signal or the rate.
+defaults=()
+[[ " $* " == *" --signal "* ]] || defaults+=(--signal traces)
+[[ " $* " == *" --rate "* ]] || defaults+=(--rate 100000)
+target/release/otlp-load --addr "127.0.0.1:$port" --pid "$pid" --connections 16 \
+  --seconds "$secs" --bodies 2048 --progress-every 10 "${defaults[@]}" "$@"
 grep -E "^(Rss|Anonymous)" "/proc/$pid/smaps_rollup"
 curl -s "127.0.0.1:$port/metrics" | grep -E "^sightline_(process_resident|ingest_rejected|memtable_bytes|flushes_total|compactions_total|segments |segment_bytes|segment_rows|segment_index|rollup_cache)"
 t=$(date +%s.%N)

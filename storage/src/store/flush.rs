@@ -1,6 +1,5 @@
-//! Flush: freeze memtables, write one segment per (tenant, signal, partition) (a large span or
-//! log partition as several, one per flush thread), commit them in the manifest together with the
-//! WAL checkpoint, install them for readers, delete old WAL files.
+//! Flush: freeze memtables, write one segment per (tenant, signal, partition), commit them in the
+//! manifest together with the WAL checkpoint, install them for readers, delete old WAL files.
 //!
 //! Failure argument: until the manifest rename, nothing visible changed and the WAL still holds
 //! every frozen row (replay recreates them; the half-written segment directories are leftovers
@@ -169,66 +168,6 @@ struct Job<'a> {
     pieces: Vec<Piece>,
 }
 
-impl Piece {
-    fn rows(&self, batches: &[RecordBatch]) -> usize {
-        match self {
-            Piece::Whole(b) => batches[*b].num_rows(),
-            Piece::Rows(_, idx) => idx.len(),
-        }
-    }
-}
-
-impl Job<'_> {
-    fn rows(&self) -> usize {
-        self.pieces.iter().map(|p| p.rows(self.batches)).sum()
-    }
-}
-
-/// Partitions of spans or logs at least this large are written as several segments when a
-/// flush has more threads than partitions.
-const MIN_SPLIT_ROWS: usize = 100_000;
-
-/// Gives every flush thread a segment to write when there are fewer partitions than threads
-/// (live traffic all falls in the current partition): the largest span or log partition of at
-/// least twice [`MIN_SPLIT_ROWS`] rows is cut in two between its pieces, until there are as
-/// many jobs as threads. A partition may so have several segments, which compaction merges as
-/// it merges any others; samples are never cut (a segment deduplicates a series' samples).
-fn split_jobs(jobs: &mut Vec<Job<'_>>, threads: usize) {
-    while jobs.len() < threads {
-        let Some(i) = (0..jobs.len())
-            .filter(|&i| jobs[i].signal != Signal::Samples && jobs[i].pieces.len() > 1)
-            .max_by_key(|&i| jobs[i].rows())
-        else {
-            return;
-        };
-        let total = jobs[i].rows();
-        if total < 2 * MIN_SPLIT_ROWS {
-            return;
-        }
-        // Cut where the first half holds about half the rows.
-        let job = &mut jobs[i];
-        let (mut acc, mut cut) = (0usize, 0usize);
-        for (k, p) in job.pieces.iter().enumerate() {
-            acc += p.rows(job.batches);
-            cut = k + 1;
-            if acc * 2 >= total {
-                break;
-            }
-        }
-        let cut = cut.min(job.pieces.len() - 1);
-        let rest = job.pieces.split_off(cut);
-        let second = Job {
-            tenant: job.tenant,
-            signal: job.signal,
-            batches: job.batches,
-            partition_start: job.partition_start,
-            partition_nanos: job.partition_nanos,
-            pieces: rest,
-        };
-        jobs.push(second);
-    }
-}
-
 fn write_job(
     inner: &Inner,
     job: &Job<'_>,
@@ -291,10 +230,18 @@ fn write_segments(
             });
         }
     }
-    split_jobs(&mut jobs, inner.config.flush_threads);
+    let rows = |j: &Job<'_>| -> usize {
+        j.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Whole(b) => j.batches[*b].num_rows(),
+                Piece::Rows(_, idx) => idx.len(),
+            })
+            .sum()
+    };
     // Largest first, so the last partitions to finish are small ones.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].rows()));
+    order.sort_by_key(|&i| std::cmp::Reverse(rows(&jobs[i])));
     let next = AtomicUsize::new(0);
     let threads = inner.config.flush_threads.clamp(1, jobs.len().max(1));
     let mut results: Vec<Option<Result<(SegmentMeta, Segment)>>> = Vec::new();
