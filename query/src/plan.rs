@@ -450,6 +450,16 @@ pub fn execute(store: &Store, plan: &Plan) -> Result<Table> {
             .aggregates
             .iter()
             .any(|a| matches!(a.func, AggFunc::Quantile(_))),
+        // Group keys are interned once per dictionary value instead of once per row.
+        dictionary: plan
+            .group_by
+            .iter()
+            .filter_map(|g| match g {
+                GroupBy::Key(k) => sightline_storage::schema::promoted_column(plan.signal, k),
+                GroupBy::Time(_) => None,
+            })
+            .map(str::to_owned)
+            .collect(),
     };
     let t0 = Instant::now();
     let scanned = store.scan(&req)?;

@@ -147,6 +147,11 @@ pub struct ScanRequest {
     /// When the scan must stop: it checks between segments, row groups, decoded batches and
     /// memtable batches and fails with [`StorageError::DeadlineExceeded`] once this expires.
     pub deadline: Deadline,
+    /// String columns segments return dictionary-encoded (`Dictionary(Int32, Utf8)`, decoded
+    /// from the Parquet dictionary without building every row's string), for readers that
+    /// group by them. Rows of unflushed data keep plain strings; a column named here that is
+    /// also a predicate's column is returned plain.
+    pub dictionary: Vec<String>,
 }
 
 impl ScanRequest {
@@ -161,6 +166,7 @@ impl ScanRequest {
             rollups: false,
             rollup_durations: false,
             deadline: Deadline::none(),
+            dictionary: Vec::new(),
         }
     }
 

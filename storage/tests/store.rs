@@ -17,6 +17,8 @@ use sightline_storage::{
 mod any_of;
 #[path = "store/deadline.rs"]
 mod deadline;
+#[path = "store/dictionary.rs"]
+mod dictionary;
 #[path = "store/file_modes.rs"]
 mod file_modes;
 #[path = "store/index_policy.rs"]

@@ -342,6 +342,8 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch], rollups: &[RecordBatch])
     }
     let mut interners: Vec<Interner> = plan.group_by.iter().map(Interner::new).collect();
     let mut groups: FxHashMap<u128, u32> = FxHashMap::default();
+    // With one group key: the group of each interned id (SKIP: none yet).
+    let mut dense: Vec<u32> = Vec::new();
     let mut group_keys: Vec<u128> = Vec::new();
     let mut accs: Vec<AccCol> = plan
         .aggregates
@@ -395,13 +397,38 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch], rollups: &[RecordBatch])
                 GroupBy::Key(k) => {
                     let kc = KeyCol::new(batch, plan.signal, k)?;
                     let it = &mut interners[gi];
-                    out.extend((0..n).map(|i| {
-                        if keep.as_ref().is_some_and(|m| !m[i]) {
-                            0
-                        } else {
-                            it.text(&kc.get(i))
-                        }
-                    }));
+                    if let KeyCol::Dict(d, values) = &kc {
+                        // Each dictionary value once, then every row by its key.
+                        let id_of: Vec<u32> = (0..values.len())
+                            .map(|v| {
+                                it.text(if values.is_null(v) {
+                                    ""
+                                } else {
+                                    values.value(v)
+                                })
+                            })
+                            .collect();
+                        let empty = it.text("");
+                        let keys = d.keys();
+                        out.extend((0..n).map(|i| {
+                            if keep.as_ref().is_some_and(|m| !m[i]) || keys.is_null(i) {
+                                empty
+                            } else {
+                                usize::try_from(keys.value(i))
+                                    .ok()
+                                    .and_then(|k| id_of.get(k).copied())
+                                    .unwrap_or(empty)
+                            }
+                        }));
+                    } else {
+                        out.extend((0..n).map(|i| {
+                            if keep.as_ref().is_some_and(|m| !m[i]) {
+                                0
+                            } else {
+                                it.text(&kc.get(i))
+                            }
+                        }));
+                    }
                 }
                 GroupBy::Time(_) => {
                     let it = &mut interners[gi];
@@ -449,6 +476,22 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch], rollups: &[RecordBatch])
             for col_ids in &ids {
                 key = (key << 32) | u128::from(col_ids[i]);
             }
+            // One group key: its dense id indexes the groups directly.
+            let slot = if ids.len() == 1 {
+                let k = ids[0][i] as usize;
+                if k >= dense.len() {
+                    dense.resize(k + 1, SKIP);
+                }
+                Some(k)
+            } else {
+                None
+            };
+            if let Some(k) = slot
+                && dense[k] != SKIP
+            {
+                gids.push(dense[k]);
+                continue;
+            }
             let g = match groups.get(&key) {
                 Some(&g) => g,
                 None => {
@@ -466,6 +509,9 @@ pub(super) fn run(plan: &Plan, batches: &[RecordBatch], rollups: &[RecordBatch])
                     g
                 }
             };
+            if let Some(k) = slot {
+                dense[k] = g;
+            }
             gids.push(g);
         }
         if is_rollup {

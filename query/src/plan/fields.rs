@@ -4,10 +4,14 @@
 
 use std::borrow::Cow;
 
+use arrow_array::types::Int32Type;
 use arrow_array::{
-    Array, Float64Array, Int32Array, Int64Array, MapArray, RecordBatch, StringArray,
-    TimestampNanosecondArray, UInt8Array,
+    Array, DictionaryArray, Float64Array, Int32Array, Int64Array, MapArray, RecordBatch,
+    StringArray, TimestampNanosecondArray, UInt8Array,
 };
+
+/// A string column read dictionary-encoded ([`sightline_storage::ScanRequest::dictionary`]).
+pub(crate) type Int32DictionaryArray = DictionaryArray<Int32Type>;
 use sightline_storage::columnar::AttrReader;
 use sightline_storage::model::StatusCode;
 use sightline_storage::predicate::span_kind_name;
@@ -170,6 +174,8 @@ fn attr_map<'a>(batch: &'a RecordBatch, column: &str) -> Result<AttrReader<'a>> 
 /// A group key column of one batch.
 pub(crate) enum KeyCol<'a> {
     Str(&'a StringArray),
+    /// A string column read dictionary-encoded: each row's key into the values.
+    Dict(&'a Int32DictionaryArray, &'a StringArray),
     Status(&'a UInt8Array),
     Kind(&'a UInt8Array),
     Int(&'a Int32Array),
@@ -192,6 +198,11 @@ impl<'a> KeyCol<'a> {
                     any.downcast_ref().map(KeyCol::Kind)
                 } else if let Some(s) = any.downcast_ref() {
                     Some(KeyCol::Str(s))
+                } else if let Some(d) = any.downcast_ref::<Int32DictionaryArray>() {
+                    d.values()
+                        .as_any()
+                        .downcast_ref()
+                        .map(|values| KeyCol::Dict(d, values))
                 } else {
                     any.downcast_ref().map(KeyCol::Int)
                 }
@@ -211,6 +222,16 @@ impl<'a> KeyCol<'a> {
         match self {
             KeyCol::Str(a) if a.is_null(i) => Cow::Borrowed(""),
             KeyCol::Str(a) => Cow::Borrowed(a.value(i)),
+            KeyCol::Dict(d, _) if d.is_null(i) => Cow::Borrowed(""),
+            KeyCol::Dict(d, values) => {
+                let k = d.keys().value(i);
+                match usize::try_from(k) {
+                    Ok(k) if k < values.len() && !values.is_null(k) => {
+                        Cow::Borrowed(values.value(k))
+                    }
+                    _ => Cow::Borrowed(""),
+                }
+            }
             KeyCol::Status(a) => {
                 Cow::Borrowed(StatusCode::from_code(i32::from(a.value(i))).as_str())
             }

@@ -6,10 +6,11 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, RecordBatch, UInt64Array};
-use arrow_schema::Schema;
+use arrow_schema::{DataType, Schema};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
-    ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter, RowSelection,
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    RowFilter, RowSelection,
 };
 use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::statistics::Statistics;
@@ -104,6 +105,9 @@ pub(crate) struct CompiledScan<'a> {
     pub read_columns: Vec<usize>,
     /// Output columns, by name, in the requested order.
     pub output: Vec<String>,
+    /// Names of the read string columns that segments return dictionary-encoded
+    /// ([`ScanRequest::dictionary`] less predicate columns).
+    pub dictionary: Vec<String>,
     /// Whether segments may answer from their rollups: asked for, spans, and every predicate
     /// an attribute matcher on a rollup key column (so never with a [`Predicate::AnyOf`],
     /// which [`Segment::scan_rollup`] does not evaluate).
@@ -130,11 +134,25 @@ impl<'a> CompiledScan<'a> {
             // Samples are deduplicated across sources before projection.
             needed.extend([col::SERIES_ID, col::TIMESTAMP, col::VALUE]);
         }
+        let mut predicate_columns: HashSet<&str> = HashSet::new();
         for p in &req.predicates {
             for c in predicate::predicate_columns(req.signal, p) {
                 needed.insert(c);
+                predicate_columns.insert(c);
             }
         }
+        let dictionary = req
+            .dictionary
+            .iter()
+            .filter(|c| {
+                needed.contains(c.as_str())
+                    && !predicate_columns.contains(c.as_str())
+                    && schema
+                        .field_with_name(c)
+                        .is_ok_and(|f| f.data_type() == &arrow_schema::DataType::Utf8)
+            })
+            .cloned()
+            .collect();
         let read_columns = schema
             .fields()
             .iter()
@@ -154,6 +172,7 @@ impl<'a> CompiledScan<'a> {
             series_filter,
             read_columns,
             output,
+            dictionary,
             rollup_ok,
         })
     }
@@ -183,7 +202,8 @@ impl<'a> CompiledScan<'a> {
             .collect()
     }
 
-    /// Exact filter + projection of a batch holding `read_columns`. `text_rows` are the rows
+    /// Exact filter + projection of a batch holding `read_columns` (less the time column when
+    /// `times_inside`: the caller knows every row lies in the time range). `text_rows` are the rows
     /// (numbered from `first_row`) that matched full-text predicates, for unflushed data;
     /// attribute matchers and alternatives ([`Predicate::AnyOf`]) are evaluated when
     /// `matchers` is set (else the caller knows every row satisfies them: segments clear it
@@ -193,12 +213,13 @@ impl<'a> CompiledScan<'a> {
         batch: &RecordBatch,
         text_rows: Option<(&RoaringBitmap, u32)>,
         matchers: bool,
+        times_inside: bool,
     ) -> Result<Option<RecordBatch>> {
         let n = batch.num_rows();
         let signal = self.req.signal;
         let mut masks = Vec::new();
         let range = self.req.time;
-        if range != TimeRange::ALL {
+        if range != TimeRange::ALL && !times_inside {
             let times = super::time_values(signal, batch)?;
             let unit = schema::time_unit_nanos(signal);
             masks.push(
@@ -595,6 +616,34 @@ impl Segment {
         }))
     }
 
+    /// This segment's reader metadata with the string columns `names` read as
+    /// `Dictionary(Int32, Utf8)`.
+    fn dictionary_metadata(&self, names: &[String]) -> Result<ArrowReaderMetadata> {
+        let file_schema = self.parquet.schema();
+        let fields: Vec<arrow_schema::FieldRef> = file_schema
+            .fields()
+            .iter()
+            .map(|f| {
+                if names.iter().any(|n| n == f.name()) && f.data_type() == &DataType::Utf8 {
+                    Arc::new(f.as_ref().clone().with_data_type(DataType::Dictionary(
+                        Box::new(DataType::Int32),
+                        Box::new(DataType::Utf8),
+                    )))
+                } else {
+                    f.clone()
+                }
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            file_schema.metadata().clone(),
+        ));
+        Ok(ArrowReaderMetadata::try_new(
+            self.parquet.metadata().clone(),
+            ArrowReaderOptions::new().with_schema(schema),
+        )?)
+    }
+
     /// Rows of row group `rg` on pages whose `trace_id` min/max (page index, column `leaf`)
     /// admit one of `traces`; `None` when the page index cannot tell.
     fn trace_pages(
@@ -650,14 +699,29 @@ impl Segment {
         let path = self.data_path();
         let file = std::fs::File::open(&path).at(&path)?;
         let pschema = self.parquet.parquet_schema();
-        let mut builder =
-            ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
-                .with_row_groups(groups.iter().map(|g| g.index).collect())
-                .with_projection(ProjectionMask::roots(
-                    pschema,
-                    c.read_columns.iter().copied(),
-                ))
-                .with_batch_size(8192);
+        let metadata = if c.dictionary.is_empty() {
+            self.parquet.clone()
+        } else {
+            self.dictionary_metadata(&c.dictionary)?
+        };
+        // A segment wholly inside the time range needs no time check, nor its times unless
+        // they are output (samples always read theirs, to deduplicate).
+        let times_inside = req.signal != Signal::Samples
+            && req.time.contains(self.meta.min_time)
+            && req.time.contains(self.meta.max_time);
+        let time_col = schema::time_column(req.signal);
+        let time_index = schema::of(req.signal).index_of(time_col).ok();
+        let skip_time = times_inside && !c.output.iter().any(|o| o == time_col);
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata)
+            .with_row_groups(groups.iter().map(|g| g.index).collect())
+            .with_projection(ProjectionMask::roots(
+                pschema,
+                c.read_columns
+                    .iter()
+                    .copied()
+                    .filter(|&i| !(skip_time && Some(i) == time_index)),
+            ))
+            .with_batch_size(8192);
         if groups.iter().any(|g| g.runs.is_some()) {
             let mut ranges = Vec::new();
             let mut base = 0usize;
@@ -703,7 +767,7 @@ impl Segment {
             req.deadline.check()?;
             let batch = batch.map_err(|e| StorageError::corruption(&path, e.to_string()))?;
             stats.rows_decoded += batch.num_rows() as u64;
-            if let Some(b) = c.filter(&batch, None, !matchers_exact)? {
+            if let Some(b) = c.filter(&batch, None, !matchers_exact, times_inside)? {
                 stats.rows_returned += b.num_rows() as u64;
                 out.push(b);
             }

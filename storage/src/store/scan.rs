@@ -217,7 +217,7 @@ fn scan_once(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             result.stats.memtable_batches += 1;
             result.stats.memtable_rows += mb.batch.num_rows() as u64;
             let t = text_rows.as_ref().map(|r| (r, mb.first_row));
-            if let Some(b) = compiled.filter(&mb.batch, t, true)? {
+            if let Some(b) = compiled.filter(&mb.batch, t, true, false)? {
                 result.stats.rows_returned += b.num_rows() as u64;
                 mem_rows.push((mb.min_time, mb.max_time, b));
             }
