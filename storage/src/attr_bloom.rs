@@ -1,15 +1,16 @@
-//! Per-row-group bloom filters over the `key=value` pairs of the keys whose postings would not
-//! pay for themselves in a segment (many distinct values, each in a few rows: a user id, a
+//! Bloom filters per block of rows over the `key=value` pairs of the keys whose postings would
+//! not pay for themselves in a segment (many distinct values, each in a few rows: a user id, a
 //! conversation id). Postings give such a key's rows exactly but cost about one entry per row
-//! plus every value; a bloom per row group costs about 1.2 bytes per distinct pair in the group
-//! and still skips every row group that lacks the value ([`crate::postings`] chooses, per key
-//! and segment, by comparing the two).
+//! plus every value; a bloom per block costs about 1.2 bytes per distinct pair in the block and
+//! still skips every block that lacks the value ([`crate::postings`] chooses, per key and
+//! segment, by comparing the two). A block is one data page's rows (1,024), so a lookup decodes
+//! the pages that may hold the value, as it would with postings; older segments have one bloom
+//! per row group.
 //!
 //! On disk (`attr_blooms.bin`): `magic (8) | crc32c of body (u32 LE) | body`, body =
 //! `u32 rows per group | u32 group count`, then per group `u32 length | split-block bloom
-//! bitset` (Parquet's `Sbbf`, false-positive rate [`BLOOM_FPP`]). Group `i` covers rows
-//! `[i * rows per group, (i + 1) * rows per group)`, the row groups of the segment's Parquet
-//! file.
+//! bitset` (Parquet's `Sbbf`, false-positive rate [`BLOOM_FPP`]). Group `i` covers the segment's
+//! rows `[i * rows per group, (i + 1) * rows per group)`.
 
 use std::path::Path;
 

@@ -27,7 +27,7 @@
 //! | `memtable` | unflushed batches per tenant+signal, the global `MemoryBudget`, in-memory text index for unflushed logs |
 //! | `segment` (+`segment/writer`, `segment/scan`) | immutable Parquet segments: sort, encode, postings (built column-wise, grouped by value), text index, checksums; open+verify; pruned scans |
 //! | `postings` | per-segment `key=value -> roaring bitmap` inverted index, and the per-key policy moving high-cardinality keys to `attr_bloom` by measured size |
-//! | `attr_bloom` | per-segment, per-row-group bloom filters of the `key=value` pairs of the keys postings leave to them |
+//! | `attr_bloom` | per-segment, per-block (1,024-row) bloom filters of the `key=value` pairs of the keys postings leave to them |
 //! | `rollup` | per-segment span rollups: spans pre-aggregated per minute by service, span name, kind, status, GenAI operation, provider and request model (counts, time extent, count/sum/min/max of every numeric GenAI/quality column), and the rule deciding when a segment may answer from them; `rollup/view`: `RollupView`, the one reader of the rollup rows a scan returns (weights, status, durations) |
 //! | `text_index` (+`text_index/bounds`) | tantivy index over log bodies (per segment, and in RAM for memtables); query length, nesting and clause bounds checked before tantivy parses |
 //! | `manifest` | the list of live segments + WAL checkpoint, replaced atomically |

@@ -11,15 +11,14 @@
 //!
 //! **Index policy, per key and segment, by measured cost** ([`PostingsBuilder::finish_indexed`]):
 //! a key with at least [`MIN_VALUES_FOR_BLOOM`] distinct values whose postings would take at
-//! least [`BLOOM_SAVING`] times the bytes of row-group blooms over the same pairs, and whose
-//! values' rows each sit together in one row group (at most [`BLOOM_MAX_GROUPS_PER_VALUE`]
-//! groups per value on average: a bloom points to whole row groups, so a lookup decodes every
-//! row of each group it points to, attribute maps included; a value spread over four groups of
-//! 16,384 rows would cost 65,536 decoded rows per segment where postings name its few rows), is
-//! indexed by the per-row-group blooms of
+//! least [`BLOOM_SAVING`] times the bytes of block blooms over the same pairs, and whose
+//! values' rows each sit together in one block of the blooms (at most
+//! [`BLOOM_MAX_GROUPS_PER_VALUE`] blocks per value on average: a bloom points to whole blocks, so
+//! a lookup decodes every row of each block it points to, attribute maps included, where
+//! postings name the value's rows), is indexed by the per-block blooms of
 //! [`crate::attr_bloom`] instead: its postings entry keeps no values and is marked
-//! [`Postings::in_blooms`], lookups answer [`Lookup::Unknown`], and the reader skips the row
-//! groups whose bloom lacks the pair. Integer promoted columns (token counts) get no postings
+//! [`Postings::in_blooms`], lookups answer [`Lookup::Unknown`], and the reader skips the blocks
+//! whose bloom lacks the pair. Integer promoted columns (token counts) get no postings
 //! at all: equality on them is rare, and their Parquet statistics stay.
 //!
 //! On disk: `magic (8) | crc32c of body (u32 LE) | body`, body = `u32 key count`, then per key
@@ -43,7 +42,7 @@ pub const MAX_VALUE_LEN: usize = 256;
 pub const MAX_KEY_LEN: usize = 1024;
 /// Most distinct values indexed per key and segment; past it the key becomes incomplete.
 pub const MAX_VALUES_PER_KEY: usize = 100_000;
-/// Fewest distinct values of a key indexed by row-group blooms instead of postings.
+/// Fewest distinct values of a key indexed by block blooms instead of postings.
 pub const MIN_VALUES_FOR_BLOOM: usize = 1024;
 /// Blooms replace postings only when the postings would be at least this many times larger.
 pub const BLOOM_SAVING: usize = 4;
@@ -61,7 +60,7 @@ const STATE_IN_BLOOMS: u8 = 2;
 #[derive(Debug, Default, Clone, PartialEq)]
 struct KeyPostings {
     complete: bool,
-    /// Not in the postings but in the segment's row-group blooms (never with `complete`).
+    /// Not in the postings but in the segment's block blooms (never with `complete`).
     in_blooms: bool,
     values: BTreeMap<String, RoaringBitmap>,
 }
@@ -69,7 +68,7 @@ struct KeyPostings {
 /// What [`PostingsBuilder::finish_indexed`] decided, for the segment's statistics.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct IndexSplit {
-    /// Keys moved to the row-group blooms.
+    /// Keys moved to the block blooms.
     pub bloom_keys: Vec<String>,
     /// Postings bytes those keys would have taken.
     pub postings_bytes_saved: usize,
@@ -194,7 +193,7 @@ impl PostingsBuilder {
     }
 
     /// Finishes the postings of a segment whose row groups hold `group_rows` rows each,
-    /// moving the keys the index policy (module docs) picks into row-group blooms; the blooms
+    /// moving the keys the index policy (module docs) picks into block blooms; the blooms
     /// are `None` when no key was moved.
     pub fn finish_indexed(self, group_rows: u32) -> (Postings, Option<AttrBlooms>, IndexSplit) {
         let mut postings = self.finish();
@@ -414,7 +413,7 @@ impl Postings {
             .flat_map(|kp| kp.values.keys().map(String::as_str))
     }
 
-    /// Whether `key` is indexed by the segment's row-group blooms instead of postings.
+    /// Whether `key` is indexed by the segment's block blooms instead of postings.
     pub fn in_blooms(&self, key: &str) -> bool {
         self.keys.get(key).is_some_and(|k| k.in_blooms)
     }

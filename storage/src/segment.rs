@@ -5,7 +5,7 @@
 //!     data.parquet    rows, sorted (spans: trace id, start; logs: time; samples: series, time)
 //!     series.parquet  samples only: the series present (id, name, kind, unit, help, labels)
 //!     postings.bin    key=value -> roaring row bitmaps
-//!     attr_blooms.bin per row group, a bloom of the key=value pairs of high-cardinality keys
+//!     attr_blooms.bin per block of 1,024 rows, a bloom of the key=value pairs of high-cardinality keys
 //!     rollup.parquet  spans only: per-minute aggregates by service, model, status... (rollup.rs)
 //!     rollup_durations.parquet   spans only: the durations those aggregates summarise, sorted
 //!     text/           logs only: tantivy index of bodies
@@ -237,14 +237,16 @@ impl Segment {
         let attr_blooms = if meta.files.iter().any(|f| f.name == ATTR_BLOOMS_FILE) {
             let path = dir.join(ATTR_BLOOMS_FILE);
             let b = AttrBlooms::decode(&std::fs::read(&path).at(&path)?, &path)?;
-            // Group i covers rows [i * group_rows, ...): the Parquet row groups must agree.
-            let groups = parquet.metadata().row_groups();
-            let fits = b.len() <= groups.len()
-                && groups
-                    .iter()
-                    .rev()
-                    .skip(1)
-                    .all(|g| g.num_rows() == i64::from(b.group_rows()));
+            // Bloom i covers rows [i * group_rows, (i + 1) * group_rows) of the segment (a
+            // data page's rows; a row group's in older segments): no more blooms than that.
+            let rows: u64 = parquet
+                .metadata()
+                .row_groups()
+                .iter()
+                .map(|g| g.num_rows().max(0) as u64)
+                .sum();
+            let per = u64::from(b.group_rows());
+            let fits = per > 0 && (b.len() as u64) <= rows.div_ceil(per);
             if !fits {
                 return Err(StorageError::corruption(
                     &path,

@@ -520,7 +520,7 @@ impl Segment {
             .columns()
             .iter()
             .position(|c| c.path().string() == col::TRACE_ID);
-        // Equality matchers on keys this segment indexes by row-group blooms.
+        // Equality matchers on keys this segment indexes by block blooms.
         let bloom_pairs: Vec<(&str, &str)> = match &self.attr_blooms {
             Some(_) => req
                 .predicates
@@ -567,11 +567,17 @@ impl Segment {
             {
                 continue;
             }
-            if let Some(ab) = &self.attr_blooms
-                && bloom_pairs.iter().any(|(k, v)| !ab.may_contain(i, k, v))
-            {
-                continue;
-            }
+            // The blocks of this row group whose blooms may hold every pair, as row runs.
+            let bloom_runs = match &self.attr_blooms {
+                Some(ab) if !bloom_pairs.is_empty() => {
+                    let runs = bloom_runs(ab, &bloom_pairs, rg_range.clone());
+                    if runs.is_empty() {
+                        continue;
+                    }
+                    Some(runs)
+                }
+                _ => None,
+            };
             let runs = match &candidates {
                 // A trace lookup: the pages whose trace_id range holds one of the ids (rows
                 // are sorted by trace, so usually one page), from the page index.
@@ -595,6 +601,10 @@ impl Segment {
                     Some(runs)
                 }
                 None => None,
+            };
+            let runs = match (runs, bloom_runs) {
+                (Some(a), Some(b)) => Some(intersect_runs(&a, &b)),
+                (a, b) => a.or(b),
             };
             if runs.as_ref().is_some_and(Vec::is_empty) {
                 continue;
@@ -774,4 +784,50 @@ impl Segment {
         }
         Ok(out)
     }
+}
+
+/// The rows of `rows` (segment rows, one row group) in blocks whose blooms may hold every pair,
+/// as runs relative to the row group's first row. Blocks are the blooms' own
+/// ([`AttrBlooms::group_rows`]: a data page's rows, or a row group in older segments).
+fn bloom_runs(
+    blooms: &crate::attr_bloom::AttrBlooms,
+    pairs: &[(&str, &str)],
+    rows: Range<u64>,
+) -> Vec<Range<usize>> {
+    let block = u64::from(blooms.group_rows().max(1));
+    let mut runs: Vec<Range<usize>> = Vec::new();
+    let mut b = rows.start / block;
+    while b * block < rows.end {
+        let lo = (b * block).max(rows.start);
+        let hi = ((b + 1) * block).min(rows.end);
+        let i = usize::try_from(b).unwrap_or(usize::MAX);
+        if pairs.iter().all(|(k, v)| blooms.may_contain(i, k, v)) {
+            let (lo, hi) = ((lo - rows.start) as usize, (hi - rows.start) as usize);
+            match runs.last_mut() {
+                Some(last) if last.end == lo => last.end = hi,
+                _ => runs.push(lo..hi),
+            }
+        }
+        b += 1;
+    }
+    runs
+}
+
+/// The rows in both sorted, disjoint run lists.
+fn intersect_runs(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        let lo = a[i].start.max(b[j].start);
+        let hi = a[i].end.min(b[j].end);
+        if lo < hi {
+            out.push(lo..hi);
+        }
+        if a[i].end < b[j].end {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
 }

@@ -408,8 +408,10 @@ pub(crate) fn write_segment(
     };
     let postings = match signal {
         Signal::Spans | Signal::Logs => {
-            let group_rows = u32::try_from(opts.row_group_rows).unwrap_or(u32::MAX);
-            let (postings, blooms, _) = postings.finish_indexed(group_rows);
+            // Blooms per block of one data page's rows: a lookup then decodes the pages that
+            // may hold the value, as with postings, not whole row groups.
+            let block_rows = u32::try_from(opts.page_rows).unwrap_or(u32::MAX);
+            let (postings, blooms, _) = postings.finish_indexed(block_rows);
             if let Some(b) = blooms {
                 fsutil::write_private_file(&dir.join(ATTR_BLOOMS_FILE), &b.encode()?)?;
             }
