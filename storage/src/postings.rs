@@ -49,9 +49,9 @@ pub const BLOOM_SAVING: usize = 4;
 /// ... and a typical value's rows sit in at most this many row groups on average (values
 /// clustered by the segment's order, such as a user id of a few traces in trace order).
 pub const BLOOM_MAX_GROUPS_PER_VALUE: f64 = 1.25;
-/// Bytes of bloom per distinct pair of a row group (split-block bloom at 1 % false positives
-/// takes about 10 bits, rounded to a power of two).
-const BLOOM_BYTES_PER_PAIR: f64 = 1.6;
+/// Bytes of bloom per distinct pair of a block (a split-block bloom at 0.1 % false positives
+/// takes about 15 bits, rounded up to a power of two).
+const BLOOM_BYTES_PER_PAIR: f64 = 2.4;
 
 const STATE_INCOMPLETE: u8 = 0;
 const STATE_COMPLETE: u8 = 1;
