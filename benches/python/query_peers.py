@@ -218,6 +218,10 @@ def chdb_peer(p, tables, workdir, repeats):
         return json.loads(res)["data"] if res.strip() else []
 
     out = {"load_s": load_s, "answers": {}}
+    # Bytes on disk per table (every active part: columns, marks, indexes, compressed).
+    parts = run("SELECT table, sum(bytes_on_disk) FROM system.parts "
+                "WHERE database = 'b' AND active GROUP BY table")
+    out["bytes"] = {r[0]: int(r[1]) for r in parts}
     for qid, sql_for, digest in questions(p, "chdb"):
         out["answers"][qid] = timed(run, sql_for, lambda rows, d=digest: d(
             [[float(x) if isinstance(x, str) and _num(x) else x for x in r] for r in rows]), repeats)

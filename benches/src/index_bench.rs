@@ -15,6 +15,7 @@ use sightline_storage::{
     UnixNanos,
 };
 
+use crate::disk::bytes_named;
 use crate::workload::{ShapedSpanGen, SpanShape, TraceGen};
 
 /// The workload: how many spans of which shape, flushed into segments of which size.
@@ -33,23 +34,6 @@ const DAY_NS: i64 = 86_400_000_000_000;
 
 fn tenant() -> TenantId {
     TenantId::new("bench").unwrap_or_else(|_| unreachable!("valid tenant id"))
-}
-
-/// Bytes of the files named `name` under `dir`, recursively.
-fn bytes_named(dir: &Path, name: &str) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut n = 0;
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            n += bytes_named(&p, name);
-        } else if p.file_name().is_some_and(|f| f == name) {
-            n += e.metadata().map_or(0, |m| m.len());
-        }
-    }
-    n
 }
 
 /// Runs the benchmark in `dir`; prints the figures and returns them as JSON.

@@ -7,6 +7,7 @@
 //!
 //! Owns no product code; depends on the product crates, never the other way round.
 
+pub mod disk;
 pub mod index_bench;
 pub mod query_bench;
 pub mod workload;

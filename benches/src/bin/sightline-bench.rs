@@ -636,6 +636,27 @@ fn run_query(
             serde_json::from_slice(&text).map_err(|e| e.to_string())?
         }
     };
+    // Bytes per span and per log line, Sightline's by role, next to chDB's tables.
+    let root = dir.join("sightline/data").join(query_bench::tenant().as_str());
+    let ours_bytes = [("spans", sizes.spans), ("logs", sizes.logs)].map(|(signal, n)| {
+        let b = sightline_bench::disk::SignalBytes::of(&root.join(signal));
+        let ch = peers
+            .get("chdb")
+            .and_then(|c| c.get("bytes"))
+            .and_then(|b| b.get(signal))
+            .and_then(serde_json::Value::as_u64);
+        let per = |x: u64| x as f64 / n.max(1) as f64;
+        println!(
+            "bytes per {}: sightline {:.1} (data {:.1}, indexes {:.1}, rollups {:.1}); chDB {}",
+            if signal == "spans" { "span" } else { "log line" },
+            per(b.total()),
+            per(b.data),
+            per(b.index),
+            per(b.rollups),
+            ch.map_or("-".to_owned(), |c| format!("{:.1}", per(c)))
+        );
+        serde_json::json!({"signal": signal, "sightline": b, "chdb": ch, "items": n})
+    });
     println!(
         "{:<4} {:<58} {:>10} {:>10} {:>10} {:>7}  agree",
         "q", "question", "sightline", "duckdb", "chdb", "ratio"
@@ -688,7 +709,7 @@ fn run_query(
         );
     }
     Ok(
-        serde_json::json!({"bench": "query", "sizes": sizes, "questions": table,
+        serde_json::json!({"bench": "query", "sizes": sizes, "questions": table, "bytes": ours_bytes,
         "peers_load": peers.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), v.get("load_s").cloned().unwrap_or_default())).collect::<serde_json::Map<_, _>>())}),
     )
 }
