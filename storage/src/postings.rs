@@ -12,7 +12,7 @@
 //! **Index policy, per key and segment, by measured cost** ([`PostingsBuilder::finish_indexed`]):
 //! a key with at least [`MIN_VALUES_FOR_BLOOM`] distinct values whose postings would take at
 //! least [`BLOOM_SAVING`] times the bytes of block blooms over the same pairs, and whose
-//! values' rows each sit together in one block of the blooms (at most
+//! values' rows each sit together in one or two blocks of the blooms (at most
 //! [`BLOOM_MAX_GROUPS_PER_VALUE`] blocks per value on average: a bloom points to whole blocks, so
 //! a lookup decodes every row of each block it points to, attribute maps included, where
 //! postings name the value's rows), is indexed by the per-block blooms of
@@ -46,9 +46,11 @@ pub const MAX_VALUES_PER_KEY: usize = 100_000;
 pub const MIN_VALUES_FOR_BLOOM: usize = 1024;
 /// Blooms replace postings only when the postings would be at least this many times larger.
 pub const BLOOM_SAVING: usize = 4;
-/// ... and a typical value's rows sit in at most this many row groups on average (values
-/// clustered by the segment's order, such as a user id of a few traces in trace order).
-pub const BLOOM_MAX_GROUPS_PER_VALUE: f64 = 1.25;
+/// ... and a typical value's rows sit in at most this many blocks on average (values clustered
+/// by the segment's order, such as the ids of a conversation or user of one or two traces in
+/// trace order). A block is a data page's rows, so a lookup then decodes about the pages its
+/// postings would have named.
+pub const BLOOM_MAX_GROUPS_PER_VALUE: f64 = 2.0;
 /// Bytes of bloom per distinct pair of a block (a split-block bloom at 0.1 % false positives
 /// takes about 15 bits, rounded up to a power of two).
 const BLOOM_BYTES_PER_PAIR: f64 = 2.4;

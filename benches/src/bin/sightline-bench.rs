@@ -637,7 +637,9 @@ fn run_query(
         }
     };
     // Bytes per span and per log line, Sightline's by role, next to chDB's tables.
-    let root = dir.join("sightline/data").join(query_bench::tenant().as_str());
+    let root = dir
+        .join("sightline/data")
+        .join(query_bench::tenant().as_str());
     let ours_bytes = [("spans", sizes.spans), ("logs", sizes.logs)].map(|(signal, n)| {
         let b = sightline_bench::disk::SignalBytes::of(&root.join(signal));
         let ch = peers
@@ -648,7 +650,11 @@ fn run_query(
         let per = |x: u64| x as f64 / n.max(1) as f64;
         println!(
             "bytes per {}: sightline {:.1} (data {:.1}, indexes {:.1}, rollups {:.1}); chDB {}",
-            if signal == "spans" { "span" } else { "log line" },
+            if signal == "spans" {
+                "span"
+            } else {
+                "log line"
+            },
             per(b.total()),
             per(b.data),
             per(b.index),
