@@ -15,7 +15,7 @@ use std::path::Path;
 use roaring::RoaringBitmap;
 use tantivy::collector::DocSetCollector;
 use tantivy::query::QueryParser;
-use tantivy::schema::{FAST, Field, STRING, Schema, TEXT};
+use tantivy::schema::{FAST, Field, STRING, Schema, TEXT, TextOptions};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 
 use crate::error::{Result, StorageError};
@@ -31,10 +31,21 @@ struct Fields {
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
-    let body = b.add_text_field("body", TEXT);
+    // Matches are collected as a set (no scoring), so no field keeps norms.
+    let no_norms = |o: TextOptions| {
+        let indexing = o
+            .get_indexing_options()
+            .cloned()
+            .map(|i| i.set_fieldnorms(false));
+        match indexing {
+            Some(i) => o.set_indexing_options(i),
+            None => o,
+        }
+    };
+    let body = b.add_text_field("body", no_norms(TEXT));
     let row = b.add_u64_field("row", FAST);
     // Reserved for indexing string attributes later without a format change.
-    let _attrs = b.add_text_field("attrs", STRING);
+    let _attrs = b.add_text_field("attrs", no_norms(STRING));
     (b.build(), Fields { body, row })
 }
 
@@ -206,6 +217,15 @@ impl RamTextIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_field_keeps_norms() {
+        // Matches are sets, never scored: norms would cost a byte per line and field.
+        let (schema, _) = schema();
+        for (_, entry) in schema.fields() {
+            assert!(!entry.has_fieldnorms(), "{}", entry.name());
+        }
+    }
 
     #[test]
     fn build_open_search() {
