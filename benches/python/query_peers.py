@@ -130,6 +130,12 @@ def questions(p, dialect):
     err = "avg(status_code = 2)" if ch else "avg(CASE WHEN status_code = 2 THEN 1.0 ELSE 0.0 END)"
     ids = p["trace_ids"]
     within = f"start_time >= {p['unaligned'][0]} AND start_time < {p['unaligned'][1]}"
+    # Questions asked over the whole day and again over the unaligned range.
+    error_ratio = lambda where: (f"SELECT service_name, {err} FROM {db}spans WHERE {where} "
+                                 f"GROUP BY service_name ORDER BY service_name")
+    tokens = lambda where: (f"SELECT model, {bucket(HOUR)} AS b, sum(input_tokens), "
+                            f"sum(output_tokens) FROM {db}spans WHERE {where} AND model != '' "
+                            f"GROUP BY model, b ORDER BY model, b")
     return [
         ("q1", lambda i: f"SELECT * FROM {db}spans "
                          f"WHERE trace_id = {unhex}('{ids[i % len(ids)]}')",
@@ -138,28 +144,19 @@ def questions(p, dialect):
                          f"FROM {db}spans WHERE start_time >= {p['q2'][0]} AND start_time < {p['q2'][1]} "
                          f"AND model != '' GROUP BY model, b ORDER BY model, b",
          lambda rows: sum(r[3] for r in rows) / 1e6),
-        ("q3", lambda i: f"SELECT service_name, {err} FROM {db}spans GROUP BY service_name "
-                         f"ORDER BY service_name",
-         lambda rows: sum(r[1] for r in rows)),
+        ("q3", lambda i: error_ratio("true"), lambda rows: sum(r[1] for r in rows)),
         ("q4", lambda i: f"SELECT duration, service_name, span_name FROM {db}spans "
                          f"WHERE model = '{p['q4'][0]}' AND user_id = '{p['q4'][1]}' "
                          f"ORDER BY duration DESC LIMIT 10",
          lambda rows: sum(r[0] for r in rows)),
-        ("q5", lambda i: f"SELECT model, {bucket(HOUR)} AS b, sum(input_tokens), sum(output_tokens) "
-                         f"FROM {db}spans WHERE model != '' GROUP BY model, b ORDER BY model, b",
-         lambda rows: sum(r[2] + r[3] for r in rows)),
+        ("q5", lambda i: tokens("true"), lambda rows: sum(r[2] + r[3] for r in rows)),
         ("q6", lambda i: f"SELECT time, severity_text, service_name, body FROM {db}logs "
                          f"WHERE time >= {p['q6'][0]} AND time < {p['q6'][1]} AND {text} "
                          f"ORDER BY time DESC LIMIT 100",
          lambda rows: sum((r[0] - p["t0_ns"]) / 1e9 for r in rows)),
         ("q7", lambda i: q7_sql(p, dialect), lambda rows: sum(r[2] for r in rows)),
-        ("q8", lambda i: f"SELECT service_name, {err} FROM {db}spans WHERE {within} "
-                         f"GROUP BY service_name ORDER BY service_name",
-         lambda rows: sum(r[1] for r in rows)),
-        ("q9", lambda i: f"SELECT model, {bucket(HOUR)} AS b, sum(input_tokens), sum(output_tokens) "
-                         f"FROM {db}spans WHERE {within} AND model != '' GROUP BY model, b "
-                         f"ORDER BY model, b",
-         lambda rows: sum(r[2] + r[3] for r in rows)),
+        ("q8", lambda i: error_ratio(within), lambda rows: sum(r[1] for r in rows)),
+        ("q9", lambda i: tokens(within), lambda rows: sum(r[2] + r[3] for r in rows)),
         ("q10", lambda i: f"SELECT span_name, count(*) FROM {db}spans WHERE {within} "
                           f"GROUP BY span_name ORDER BY span_name",
          lambda rows: sum(r[1] for r in rows)),
