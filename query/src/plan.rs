@@ -450,6 +450,12 @@ pub fn execute(store: &Store, plan: &Plan) -> Result<Table> {
             .aggregates
             .iter()
             .any(|a| matches!(a.func, AggFunc::Quantile(_))),
+        // Hourly rollups fold whole into time buckets of whole hours (epoch-aligned, as
+        // `GroupBy::Time` buckets are).
+        rollup_hours: plan.group_by.iter().all(|g| match g {
+            GroupBy::Time(step) => step % sightline_storage::rollup::HOUR_BUCKET_NANOS == 0,
+            GroupBy::Key(_) => true,
+        }),
         // Group keys are interned once per dictionary value instead of once per row.
         dictionary: plan
             .group_by

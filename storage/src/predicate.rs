@@ -144,6 +144,10 @@ pub struct ScanRequest {
     /// With `rollups`: also return each rollup row's sorted span durations (column
     /// [`crate::rollup::DURATIONS`]), for exact latency quantiles.
     pub rollup_durations: bool,
+    /// With `rollups`: the caller folds rows into time buckets of whole, epoch-aligned hours
+    /// (or into none), so hourly rollups ([`crate::rollup::HOURLY_FILE`]) may answer too, and
+    /// the store cuts an unaligned range at hour edges as well as at minute edges.
+    pub rollup_hours: bool,
     /// When the scan must stop: it checks between segments, row groups, decoded batches and
     /// memtable batches and fails with [`StorageError::DeadlineExceeded`] once this expires.
     pub deadline: Deadline,
@@ -165,6 +169,7 @@ impl ScanRequest {
             projection: None,
             rollups: false,
             rollup_durations: false,
+            rollup_hours: false,
             deadline: Deadline::none(),
             dictionary: Vec::new(),
         }

@@ -1,5 +1,6 @@
 //! Span rollups: per segment, the spans pre-aggregated by minute and by the keys RED and LLM
-//! dashboards group by, written next to the rows as plain Parquet (`rollup.parquet`).
+//! dashboards group by, written next to the rows as plain Parquet (`rollup.parquet`), and, for
+//! segments whose minute rollup cannot keep every key, by hour (`rollup_hourly.parquet`).
 //!
 //! One rollup row holds, for one minute bucket (by span start) and one combination of
 //! `service.name`, span name, span kind, status, `gen_ai.operation.name`,
@@ -27,23 +28,29 @@
 //!
 //! A rollup stays a small part of its segment: when the spans form more than one group per
 //! [`MIN_SPANS_PER_ROW`] spans, the string key other than the service with the most distinct
-//! values (typically the span name) is left out and the spans regrouped, up to [`MAX_DROPPED_KEYS`] keys; the keys
-//! left out are written as `""` and named in the rollup's schema metadata
-//! ([`DROPPED_KEYS_META`]), and a scan that filters, groups or projects on one of them reads the
-//! segment's rows instead. A segment whose spans still form too many groups gets no rollup.
+//! values (typically the span name) is left out and the spans regrouped, up to
+//! [`MAX_DROPPED_KEYS`] keys; the keys left out are written as `""` and named in the rollup's
+//! schema metadata ([`DROPPED_KEYS_META`]), and a scan that filters, groups or projects on one
+//! of them cannot use that rollup. A segment whose spans still form too many groups gets no
+//! minute rollup.
+//!
+//! Where the minute rollup leaves a key out (or is missing), the segment also gets an hourly
+//! rollup with every key ([`HOURLY_FILE`]), written when it passes the same size rule (a few
+//! dozen span names form far fewer groups per hour than spans). It keeps no durations. A scan
+//! may use it ([`crate::ScanRequest::rollup_hours`]) when its caller folds rows into whole
+//! hours (or no time buckets at all) and needs no durations; the store then cuts an unaligned
+//! range at hour edges, so the hours inside come from hourly rollups and the partial hours at
+//! the ends from minute rollups or rows.
 
 use std::sync::{Arc, LazyLock};
 
-use arrow_array::builder::{Float64Builder, StringBuilder};
-use arrow_array::{
-    Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray,
-    UInt8Array, UInt64Array,
-};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use rustc_hash::FxHashMap;
 
+mod build;
 mod view;
 
+pub use build::build;
 pub use view::RollupView;
 
 use crate::columnar::decode_column as column;
@@ -86,6 +93,10 @@ pub(crate) fn release_cache(bytes: usize) {
 
 /// Width of a rollup bucket: one minute.
 pub const BUCKET_NANOS: i64 = 60_000_000_000;
+/// Width of an hourly rollup's bucket.
+pub const HOUR_BUCKET_NANOS: i64 = 60 * BUCKET_NANOS;
+/// File name of a segment's hourly rollup.
+pub const HOURLY_FILE: &str = "rollup_hourly.parquet";
 
 /// Rollups of at most this many rows are always written, whatever their spans per row.
 const ALWAYS_BELOW_GROUPS: usize = 1024;
@@ -208,6 +219,18 @@ pub static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(fields))
 });
 
+/// The schema of hourly rollup files: [`SCHEMA`] without [`DURATIONS_OFFSET`] (hourly rollups
+/// keep no durations).
+pub static HOURLY_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let fields: Vec<arrow_schema::FieldRef> = SCHEMA
+        .fields()
+        .iter()
+        .filter(|f| f.name() != DURATIONS_OFFSET)
+        .cloned()
+        .collect();
+    Arc::new(Schema::new(fields))
+});
+
 /// The field of the durations list column scans add to rollup rows.
 pub fn durations_field() -> Field {
     Field::new(
@@ -226,38 +249,24 @@ pub static DURATIONS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     )]))
 });
 
-/// A segment's rollup: its rows and the durations they point into.
+/// A segment's rollups (at least one of the two).
 #[derive(Debug)]
 pub struct Rollup {
+    /// The minute rollup ([`ROLLUP_FILE`], [`DURATIONS_FILE`]); `None` when even without
+    /// [`MAX_DROPPED_KEYS`] keys its spans form too many groups.
+    pub minute: Option<MinuteRollup>,
+    /// The hourly rollup with every key ([`HOURLY_FILE`], schema [`HOURLY_SCHEMA`]): written
+    /// only where the minute rollup leaves a key out or is missing.
+    pub hourly: Option<RecordBatch>,
+}
+
+/// A minute rollup: its rows and the durations they point into.
+#[derive(Debug)]
+pub struct MinuteRollup {
     /// Rollup rows ([`SCHEMA`]).
     pub rows: RecordBatch,
     /// Durations ([`DURATIONS_SCHEMA`]).
     pub durations: RecordBatch,
-}
-
-/// Running sums of one measure, per group.
-#[derive(Default)]
-struct MeasureAcc {
-    count: Vec<u64>,
-    sum: Vec<f64>,
-    min: Vec<f64>,
-    max: Vec<f64>,
-}
-
-/// A numeric span column read as `f64` per row.
-enum Num<'a> {
-    I64(&'a Int64Array),
-    F64(&'a Float64Array),
-}
-
-impl Num<'_> {
-    #[inline]
-    fn get(&self, i: usize) -> Option<f64> {
-        match self {
-            Num::I64(a) => a.is_valid(i).then(|| a.value(i) as f64),
-            Num::F64(a) => a.is_valid(i).then(|| a.value(i)),
-        }
-    }
 }
 
 /// The key columns `rows` (a rollup's rows) leaves out ([`DROPPED_KEYS_META`]).
@@ -267,240 +276,6 @@ pub fn dropped_keys(rows: &RecordBatch) -> Vec<&str> {
         .get(DROPPED_KEYS_META)
         .map(|v| v.split(',').filter(|k| !k.is_empty()).collect())
         .unwrap_or_default()
-}
-
-/// The spans grouped by minute and key: per group its key, spans, start extent and durations;
-/// per span its group.
-#[derive(Default)]
-struct Grouping {
-    keys: Vec<(i64, [u32; 5], [u8; 2])>,
-    rows: Vec<u64>,
-    t_min: Vec<i64>,
-    t_max: Vec<i64>,
-    gids: Vec<u32>,
-    durations: Vec<Vec<i64>>,
-}
-
-/// Groups the spans by minute, the string keys not `dropped` (interned ids) and the codes.
-fn group(
-    n: usize,
-    starts: &TimestampNanosecondArray,
-    dur: &Int64Array,
-    interned: &[(Vec<u32>, Vec<Option<&str>>)],
-    codes: &[&UInt8Array],
-    dropped: &[bool; 5],
-) -> Grouping {
-    let mut out = Grouping {
-        gids: Vec::with_capacity(n),
-        ..Grouping::default()
-    };
-    let mut index: FxHashMap<(i64, [u32; 5], [u8; 2]), u32> = FxHashMap::default();
-    for i in 0..n {
-        let t = starts.value(i);
-        let mut s = [0u32; 5];
-        for (k, (ids, _)) in interned.iter().enumerate() {
-            s[k] = if dropped[k] { u32::MAX } else { ids[i] };
-        }
-        let key = (
-            t.div_euclid(BUCKET_NANOS),
-            s,
-            [codes[0].value(i), codes[1].value(i)],
-        );
-        let g = *index.entry(key).or_insert_with(|| {
-            out.keys.push(key);
-            out.rows.push(0);
-            out.t_min.push(i64::MAX);
-            out.t_max.push(i64::MIN);
-            out.durations.push(Vec::new());
-            (out.keys.len() - 1) as u32
-        });
-        let gu = g as usize;
-        out.durations[gu].push(dur.value(i));
-        out.rows[gu] += 1;
-        out.t_min[gu] = out.t_min[gu].min(t);
-        out.t_max[gu] = out.t_max[gu].max(t);
-        out.gids.push(g);
-    }
-    out
-}
-
-/// Builds the rollup of a batch of spans (any order); `None` when the spans form too many
-/// groups for a rollup to pay even without [`MAX_DROPPED_KEYS`] keys (see the module doc).
-pub fn build(spans: &RecordBatch) -> Result<Option<Rollup>> {
-    let n = spans.num_rows();
-    let starts: &TimestampNanosecondArray = column(spans, col::START_TIME)?;
-    let strings: Vec<&StringArray> = STRING_KEYS
-        .iter()
-        .map(|k| column(spans, k))
-        .collect::<Result<_>>()?;
-    let codes: Vec<&UInt8Array> = CODE_KEYS
-        .iter()
-        .map(|k| column(spans, k))
-        .collect::<Result<_>>()?;
-    let nums: Vec<Num<'_>> = MEASURES
-        .iter()
-        .map(|m| {
-            let a = spans
-                .column_by_name(m)
-                .ok_or_else(|| StorageError::InvalidInput(format!("span batch lacks {m}")))?;
-            if let Some(a) = a.as_any().downcast_ref::<Int64Array>() {
-                Ok(Num::I64(a))
-            } else if let Some(a) = a.as_any().downcast_ref::<Float64Array>() {
-                Ok(Num::F64(a))
-            } else {
-                Err(StorageError::InvalidInput(format!("{m} is not numeric")))
-            }
-        })
-        .collect::<Result<_>>()?;
-
-    // Each string key column interned to small ids (u32::MAX: null), per row.
-    let mut interned: Vec<(Vec<u32>, Vec<Option<&str>>)> = Vec::with_capacity(strings.len());
-    for a in &strings {
-        let mut ids: FxHashMap<&str, u32> = FxHashMap::default();
-        let mut values: Vec<Option<&str>> = Vec::new();
-        let mut row_ids = Vec::with_capacity(n);
-        let mut last: Option<(&str, u32)> = None;
-        for i in 0..n {
-            if a.is_null(i) {
-                row_ids.push(u32::MAX);
-                continue;
-            }
-            let s = a.value(i);
-            let id = match last {
-                Some((l, id)) if l == s => id,
-                _ => *ids.entry(s).or_insert_with(|| {
-                    values.push(Some(s));
-                    (values.len() - 1) as u32
-                }),
-            };
-            last = Some((s, id));
-            row_ids.push(id);
-        }
-        interned.push((row_ids, values));
-    }
-
-    let dur: &Int64Array = column(spans, col::DURATION)?;
-    let mut dropped = [false; 5];
-    let mut g = loop {
-        let grouping = group(n, starts, dur, &interned, &codes, &dropped);
-        let g = grouping.keys.len();
-        if g <= ALWAYS_BELOW_GROUPS || g * MIN_SPANS_PER_ROW <= n {
-            break grouping;
-        }
-        if dropped.iter().filter(|d| **d).count() == MAX_DROPPED_KEYS {
-            return Ok(None);
-        }
-        // Leave out the kept key with the most distinct values; never the service, which
-        // nearly every dashboard groups by.
-        let Some(k) = (0..STRING_KEYS.len())
-            .filter(|&k| !dropped[k] && STRING_KEYS[k] != col::SERVICE_NAME)
-            .max_by_key(|&k| interned[k].1.len())
-        else {
-            return Ok(None);
-        };
-        dropped[k] = true;
-    };
-    let Grouping {
-        keys,
-        rows,
-        t_min,
-        t_max,
-        gids,
-        durations,
-    } = std::mem::take(&mut g);
-    let g = keys.len();
-    let mut measures: Vec<MeasureAcc> = Vec::with_capacity(nums.len());
-    for num in &nums {
-        let mut acc = MeasureAcc {
-            count: vec![0; g],
-            sum: vec![0.0; g],
-            min: vec![f64::INFINITY; g],
-            max: vec![f64::NEG_INFINITY; g],
-        };
-        for (i, &gid) in gids.iter().enumerate() {
-            if let Some(v) = num.get(i) {
-                let gu = gid as usize;
-                acc.count[gu] += 1;
-                acc.sum[gu] += v;
-                acc.min[gu] = acc.min[gu].min(v);
-                acc.max[gu] = acc.max[gu].max(v);
-            }
-        }
-        measures.push(acc);
-    }
-
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(SCHEMA.fields().len());
-    columns.push(Arc::new(TimestampNanosecondArray::from_iter_values(
-        keys.iter().map(|k| k.0.saturating_mul(BUCKET_NANOS)),
-    )));
-    for (k, (_, values)) in interned.iter().enumerate() {
-        let mut b = StringBuilder::new();
-        for key in &keys {
-            if dropped[k] {
-                // Never read (scans needing the key read the rows); "" fits every key column.
-                b.append_value("");
-                continue;
-            }
-            match values.get(key.1[k] as usize).copied().flatten() {
-                Some(v) => b.append_value(v),
-                None => b.append_null(),
-            }
-        }
-        columns.push(Arc::new(b.finish()));
-    }
-    for c in 0..CODE_KEYS.len() {
-        columns.push(Arc::new(UInt8Array::from_iter_values(
-            keys.iter().map(|k| k.2[c]),
-        )));
-    }
-    columns.push(Arc::new(UInt64Array::from(rows)));
-    let mut flat: Vec<i64> = Vec::with_capacity(n);
-    let mut offsets: Vec<u64> = Vec::with_capacity(g);
-    for mut d in durations {
-        d.sort_unstable();
-        offsets.push(flat.len() as u64);
-        flat.extend_from_slice(&d);
-    }
-    columns.push(Arc::new(UInt64Array::from(offsets)));
-    columns.push(Arc::new(Int64Array::from(t_min)));
-    columns.push(Arc::new(Int64Array::from(t_max)));
-    for acc in measures {
-        let present = |i: usize| acc.count[i] > 0;
-        let opt = |v: &[f64]| {
-            let mut b = Float64Builder::with_capacity(g);
-            for (i, &x) in v.iter().enumerate() {
-                b.append_option(present(i).then_some(x));
-            }
-            Arc::new(b.finish()) as ArrayRef
-        };
-        let (min, max) = (opt(&acc.min), opt(&acc.max));
-        columns.push(Arc::new(UInt64Array::from(acc.count)));
-        columns.push(Arc::new(Float64Array::from(acc.sum)));
-        columns.push(min);
-        columns.push(max);
-    }
-    let left_out: Vec<&str> = (0..STRING_KEYS.len())
-        .filter(|&k| dropped[k])
-        .map(|k| STRING_KEYS[k])
-        .collect();
-    let schema = if left_out.is_empty() {
-        SCHEMA.clone()
-    } else {
-        let meta = [(DROPPED_KEYS_META.to_owned(), left_out.join(","))];
-        Arc::new(
-            SCHEMA.as_ref().clone().with_metadata(
-                meta.into_iter()
-                    .collect::<std::collections::HashMap<_, _>>(),
-            ),
-        )
-    };
-    Ok(Some(Rollup {
-        rows: RecordBatch::try_new(schema, columns)?,
-        durations: RecordBatch::try_new(
-            DURATIONS_SCHEMA.clone(),
-            vec![Arc::new(Int64Array::from(flat))],
-        )?,
-    }))
 }
 
 /// The durations of rollup rows `kept` (indexes into `rows`, ascending) as a list column,
@@ -591,6 +366,8 @@ mod tests {
     use crate::columnar;
     use crate::model::{GenAiFields, SpanRecord, StatusCode};
     use crate::types::{SpanId, TraceId, UnixNanos};
+    use arrow_array::{Float64Array, StringArray, TimestampNanosecondArray, UInt8Array};
+    use rustc_hash::FxHashMap;
 
     fn span(i: u64, minute: i64, service: &str, model: Option<&str>, error: bool) -> SpanRecord {
         let mut t = [0u8; 16];
@@ -628,6 +405,8 @@ mod tests {
         ];
         let batch = columnar::spans_to_batch(&spans).unwrap();
         let roll = build(&batch).unwrap().unwrap();
+        assert!(roll.hourly.is_none(), "every key kept: no hourly rollup");
+        let roll = roll.minute.unwrap();
         let r = roll.rows;
         assert_eq!(r.schema(), *SCHEMA);
         // (0, api, m1, ok), (0, api, m1, error), (0, api, -, ok), (1, api, m1), (1, rag, m2)
@@ -686,6 +465,8 @@ mod tests {
         let r = build(&columnar::spans_to_batch(&spans).unwrap())
             .unwrap()
             .unwrap()
+            .minute
+            .unwrap()
             .rows;
         assert_eq!(r.num_rows(), 2);
         let t0 = 1_700_000_000_000_000_000;
@@ -727,10 +508,14 @@ mod tests {
                 s
             })
             .collect();
-        let r = build(&columnar::spans_to_batch(&spans).unwrap())
+        let roll = build(&columnar::spans_to_batch(&spans).unwrap())
             .unwrap()
-            .unwrap()
-            .rows;
+            .unwrap();
+        assert!(
+            roll.hourly.is_none(),
+            "2,000 names in one hour: an hourly rollup would not pay either"
+        );
+        let r = roll.minute.unwrap().rows;
         assert_eq!(dropped_keys(&r), vec![col::SPAN_NAME]);
         assert_eq!(r.num_rows(), 2);
         let names: &StringArray = column(&r, col::SPAN_NAME).unwrap();
@@ -753,5 +538,51 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn an_hourly_rollup_keeps_the_key_the_minute_rollup_leaves_out() {
+        // 6,000 spans over one hour with 30 names: 30 groups of ~3 spans per minute (too many),
+        // a few dozen groups of ~100 spans per hour.
+        let spans: Vec<SpanRecord> = (0..6_000u64)
+            .map(|i| {
+                let svc = ["api", "rag"][(i % 2) as usize];
+                let mut s = span(i, (i / 100) as i64, svc, Some("m1"), i % 7 == 0);
+                s.name = format!("step {}", i % 30);
+                s
+            })
+            .collect();
+        let roll = build(&columnar::spans_to_batch(&spans).unwrap())
+            .unwrap()
+            .unwrap();
+        let minute = roll.minute.unwrap().rows;
+        assert_eq!(dropped_keys(&minute), vec![col::SPAN_NAME]);
+        let h = roll.hourly.unwrap();
+        assert_eq!(h.schema().fields(), HOURLY_SCHEMA.fields());
+        assert!(dropped_keys(&h).is_empty());
+        let rows: &UInt64Array = column(&h, ROWS).unwrap();
+        let names: &StringArray = column(&h, col::SPAN_NAME).unwrap();
+        let status: &UInt8Array = column(&h, col::STATUS_CODE).unwrap();
+        let starts: &TimestampNanosecondArray = column(&h, col::START_TIME).unwrap();
+        assert_eq!(rows.values().iter().sum::<u64>(), 6_000);
+        // Per (name, status): the spans' count, each row in the hour that holds its spans.
+        let mut want: FxHashMap<(String, u8), u64> = FxHashMap::default();
+        for s in &spans {
+            *want
+                .entry((s.name.clone(), s.status_code as u8))
+                .or_insert(0) += 1;
+        }
+        let mut got: FxHashMap<(String, u8), u64> = FxHashMap::default();
+        for i in 0..h.num_rows() {
+            *got.entry((names.value(i).to_owned(), status.value(i)))
+                .or_insert(0) += rows.value(i);
+            assert_eq!(starts.value(i).rem_euclid(HOUR_BUCKET_NANOS), 0);
+        }
+        assert_eq!(got, want);
+        let lo: &Int64Array = column(&h, TIME_MIN).unwrap();
+        let hi: &Int64Array = column(&h, TIME_MAX).unwrap();
+        assert!((0..h.num_rows()).all(
+            |i| lo.value(i) <= hi.value(i) && hi.value(i) < starts.value(i) + HOUR_BUCKET_NANOS
+        ));
     }
 }

@@ -8,6 +8,8 @@
 //!     attr_blooms.bin per block of 1,024 rows, a bloom of the key=value pairs of high-cardinality keys
 //!     rollup.parquet  spans only: per-minute aggregates by service, model, status... (rollup.rs)
 //!     rollup_durations.parquet   spans only: the durations those aggregates summarise, sorted
+//!     rollup_hourly.parquet      spans only: per-hour aggregates by every key, where the
+//!                                minute rollup leaves one out
 //!     text/           logs only: tantivy index of bodies
 //!     meta.json       SegmentMeta (time range, rows, file checksums)
 //! ```
@@ -15,8 +17,11 @@
 //! Opening a segment verifies every file against the checksums in the manifest; a mismatch is
 //! reported as corruption and the store quarantines the segment.
 
+mod rollup_file;
 pub(crate) mod scan;
 mod writer;
+
+use rollup_file::RollupFile;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,12 +109,9 @@ pub struct Segment {
     attr_blooms: Option<AttrBlooms>,
     /// Series present (samples).
     series: Vec<Arc<SeriesDef>>,
-    /// Whether the segment has rollup files (spans), the rollup rows once read, and the
-    /// durations file's metadata once opened.
-    has_rollup: bool,
-    rollup: OnceLock<RecordBatch>,
-    /// Bytes `rollup` holds against the process-wide rollup cache budget.
-    rollup_bytes: std::sync::atomic::AtomicUsize,
+    /// The minute and hourly rollups (spans), and the durations file's metadata once opened.
+    rollup: RollupFile,
+    hourly: RollupFile,
     durations: OnceLock<ArrowReaderMetadata>,
     /// Set once the manifest no longer names the segment; the directory is deleted when the last
     /// reader lets go.
@@ -230,10 +232,17 @@ impl Segment {
         } else {
             Vec::new()
         };
-        let has_rollup = meta
-            .files
-            .iter()
-            .any(|f| f.name == crate::rollup::ROLLUP_FILE);
+        let has = |name: &str| meta.files.iter().any(|f| f.name == name);
+        let rollup = RollupFile::new(
+            crate::rollup::ROLLUP_FILE,
+            crate::rollup::SCHEMA.clone(),
+            has(crate::rollup::ROLLUP_FILE),
+        );
+        let hourly = RollupFile::new(
+            crate::rollup::HOURLY_FILE,
+            crate::rollup::HOURLY_SCHEMA.clone(),
+            has(crate::rollup::HOURLY_FILE),
+        );
         let attr_blooms = if meta.files.iter().any(|f| f.name == ATTR_BLOOMS_FILE) {
             let path = dir.join(ATTR_BLOOMS_FILE);
             let b = AttrBlooms::decode(&std::fs::read(&path).at(&path)?, &path)?;
@@ -267,72 +276,41 @@ impl Segment {
             blooms,
             attr_blooms,
             series,
-            has_rollup,
-            rollup: OnceLock::new(),
-            rollup_bytes: std::sync::atomic::AtomicUsize::new(0),
+            rollup,
+            hourly,
             durations: OnceLock::new(),
             obsolete: AtomicBool::new(false),
         })
     }
 
-    /// The segment's rollup rows (spans; see [`crate::rollup`]); `None` when the segment has
-    /// none or one of another schema. Read on first use and kept in memory while all kept
+    /// The segment's minute rollup rows (spans; see [`crate::rollup`]); `None` when the segment
+    /// has none or one of another schema. Read on first use and kept in memory while all kept
     /// rollups of the process stay under [`crate::rollup::CACHE_BYTES`], else read each time.
     pub fn rollup(&self) -> Result<Option<RecordBatch>> {
-        if !self.has_rollup {
-            return Ok(None);
-        }
-        if let Some(r) = self.rollup.get() {
-            return Ok(Some(r.clone()));
-        }
-        let path = self.dir.join(crate::rollup::ROLLUP_FILE);
-        let corrupt = |e: String| StorageError::corruption(&path, e);
-        let file = std::fs::File::open(&path).at(&path)?;
-        let builder =
-            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(e.to_string()))?;
-        // The file's own schema: its metadata names the keys the rollup leaves out.
-        let schema = builder.schema().clone();
-        if schema.fields() != crate::rollup::SCHEMA.fields() {
-            // Rollups are derived data: one written by another build is ignored (the rows
-            // answer instead), not treated as damage.
-            tracing::warn!(
-                path = %path.display(),
-                "rollup written with another schema; reading rows instead"
-            );
-            return Ok(None);
-        }
-        let batches = builder
-            .build()
-            .map_err(|e| corrupt(e.to_string()))?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| corrupt(e.to_string()))?;
-        let all = arrow_select::concat::concat_batches(&schema, &batches)
-            .map_err(|e| corrupt(e.to_string()))?;
-        let bytes = all.get_array_memory_size();
-        if crate::rollup::reserve_cache(bytes) {
-            if self.rollup.set(all.clone()).is_ok() {
-                self.rollup_bytes.store(bytes, Ordering::Release);
-            } else {
-                // Another reader cached it first.
-                crate::rollup::release_cache(bytes);
-            }
-        }
-        Ok(Some(all))
+        self.rollup.rows(&self.dir)
+    }
+
+    /// The segment's hourly rollup rows ([`crate::rollup::HOURLY_FILE`]), cached as
+    /// [`Segment::rollup`]'s.
+    pub fn hourly_rollup(&self) -> Result<Option<RecordBatch>> {
+        self.hourly.rows(&self.dir)
     }
 
     /// Reads the rollup rows into the cache now (when they fit), so the first query that uses
     /// them does not pay for it: called when a flush or merge installs the segment and for every
     /// segment after open. A failure is left for the query to meet and report.
     pub(crate) fn warm(&self) {
-        if let Err(e) = self.rollup() {
-            tracing::debug!(error = %e, dir = %self.dir.display(), "rollup not cached");
+        for r in [self.rollup(), self.hourly_rollup()] {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, dir = %self.dir.display(), "rollup not cached");
+            }
         }
     }
 
     /// Whether the rollup rows are in the cache.
     #[cfg(test)]
     pub(crate) fn has_rollup_cached(&self) -> bool {
-        self.rollup.get().is_some()
+        self.rollup.is_cached()
     }
 
     /// The sorted durations of rollup rows `kept` (ascending indexes into [`Segment::rollup`])
@@ -457,7 +435,6 @@ impl Segment {
 
 impl Drop for Segment {
     fn drop(&mut self) {
-        crate::rollup::release_cache(*self.rollup_bytes.get_mut());
         if self.obsolete.load(Ordering::Acquire)
             && let Err(e) = manifest::remove_segment_dir(&self.root, &self.meta)
         {

@@ -379,32 +379,49 @@ impl Segment {
             stats.segments_pruned_by_time += 1;
             return Ok(Some(Vec::new()));
         }
-        let Some(rollup) = self.rollup()? else {
+        // A key a rollup leaves out cannot be filtered, grouped or returned from it.
+        let keeps_keys = |rollup: &RecordBatch| {
+            let dropped = crate::rollup::dropped_keys(rollup);
+            dropped.is_empty()
+                || !(c.output.iter().any(|o| dropped.contains(&o.as_str()))
+                    || c.matchers().any(|m| {
+                        schema::promoted_column(Signal::Spans, &m.key)
+                            .is_none_or(|column| dropped.contains(&column))
+                    }))
+        };
+        let minute = self.rollup()?.filter(|r| keeps_keys(r));
+        // The hourly rollup keeps every key but no durations; of two that answer, the smaller.
+        let hourly = if req.rollup_hours && !req.rollup_durations {
+            self.hourly_rollup()?.filter(|r| keeps_keys(r))
+        } else {
+            None
+        };
+        let mut candidates: Vec<RecordBatch> = minute.into_iter().chain(hourly).collect();
+        candidates.sort_by_key(RecordBatch::num_rows);
+        // The first candidate none of whose rows straddles the time range, with the mask of its
+        // rows inside it.
+        let mut chosen = None;
+        for rollup in candidates {
+            if req.time == TimeRange::ALL {
+                chosen = Some((rollup, None));
+                break;
+            }
+            let placed = crate::rollup::place(&rollup, req.time)?;
+            if placed.contains(&crate::rollup::Placement::Straddles) {
+                continue;
+            }
+            let keep: BooleanArray = placed
+                .iter()
+                .map(|p| Some(*p == crate::rollup::Placement::Inside))
+                .collect();
+            chosen = Some((rollup, Some(keep)));
+            break;
+        }
+        let Some((rollup, inside)) = chosen else {
             return Ok(None);
         };
         let rollup = &rollup;
-        // A key the rollup leaves out cannot be filtered, grouped or returned from it.
-        let dropped = crate::rollup::dropped_keys(rollup);
-        if !dropped.is_empty()
-            && (c.output.iter().any(|o| dropped.contains(&o.as_str()))
-                || c.matchers().any(|m| {
-                    schema::promoted_column(Signal::Spans, &m.key)
-                        .is_none_or(|column| dropped.contains(&column))
-                }))
-        {
-            return Ok(None);
-        }
-        let mut masks = Vec::new();
-        if req.time != TimeRange::ALL {
-            let mut keep = Vec::with_capacity(rollup.num_rows());
-            for p in crate::rollup::place(rollup, req.time)? {
-                match p {
-                    crate::rollup::Placement::Straddles => return Ok(None),
-                    p => keep.push(Some(p == crate::rollup::Placement::Inside)),
-                }
-            }
-            masks.push(BooleanArray::from(keep));
-        }
+        let mut masks: Vec<BooleanArray> = inside.into_iter().collect();
         for m in c.matchers() {
             masks.push(predicate::eval_matcher(rollup, Signal::Spans, m)?);
         }

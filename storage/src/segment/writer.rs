@@ -425,23 +425,28 @@ pub(crate) fn write_segment(
         && let Some(rollup) = crate::rollup::build(&sorted)?
     {
         let zstd = Compression::ZSTD(ZstdLevel::try_new(opts.zstd_level)?);
-        let props = WriterProperties::builder().set_compression(zstd).build();
-        write_parquet(&dir.join(crate::rollup::ROLLUP_FILE), &rollup.rows, props)?;
-        // Ascending runs: deltas are small; pages of 8192 values let a scan skip to the rows
-        // it needs.
-        let props = WriterProperties::builder()
-            .set_compression(zstd)
-            .set_dictionary_enabled(false)
-            .set_encoding(Encoding::DELTA_BINARY_PACKED)
-            .set_data_page_row_count_limit(8192)
-            .set_write_batch_size(8192)
-            .set_max_row_group_row_count(Some(usize::MAX))
-            .build();
-        write_parquet(
-            &dir.join(crate::rollup::DURATIONS_FILE),
-            &rollup.durations,
-            props,
-        )?;
+        let props = || WriterProperties::builder().set_compression(zstd).build();
+        if let Some(minute) = &rollup.minute {
+            write_parquet(&dir.join(crate::rollup::ROLLUP_FILE), &minute.rows, props())?;
+            // Ascending runs: deltas are small; pages of 8192 values let a scan skip to the
+            // rows it needs.
+            let props = WriterProperties::builder()
+                .set_compression(zstd)
+                .set_dictionary_enabled(false)
+                .set_encoding(Encoding::DELTA_BINARY_PACKED)
+                .set_data_page_row_count_limit(8192)
+                .set_write_batch_size(8192)
+                .set_max_row_group_row_count(Some(usize::MAX))
+                .build();
+            write_parquet(
+                &dir.join(crate::rollup::DURATIONS_FILE),
+                &minute.durations,
+                props,
+            )?;
+        }
+        if let Some(hourly) = &rollup.hourly {
+            write_parquet(&dir.join(crate::rollup::HOURLY_FILE), hourly, props())?;
+        }
     }
 
     if signal == Signal::Logs {
@@ -574,7 +579,9 @@ mod timing {
                 us(t_post),
                 bytes.len(),
                 us(t_roll),
-                rollup.map_or(0, |r| r.rows.num_rows())
+                rollup
+                    .and_then(|r| r.minute)
+                    .map_or(0, |m| m.rows.num_rows())
             );
         }
     }

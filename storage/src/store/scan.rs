@@ -56,46 +56,73 @@ pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
 /// bucket, cut into the whole buckets inside the range (answered from rollups where segments
 /// have them) and the partial buckets at its ends (read as rows): a segment the range cuts
 /// through is then aggregated from its rollup but for the spans of the two edge minutes,
-/// instead of row by row. `None` when the range needs no cut (aligned, unbounded, or within
-/// one bucket) or the scan takes no rollups. The parts are disjoint, so no row is counted
-/// twice; each part sees the store as it is when that part runs.
+/// instead of row by row. With [`ScanRequest::rollup_hours`] the whole hours inside are cut
+/// out too, so that hourly rollups answer for them and the partial hours at the ends come from
+/// minute rollups. `None` when the range needs no cut (aligned, unbounded, or within one
+/// bucket) or the scan takes no rollups. The parts are disjoint and cover the range, so no row
+/// is counted twice; each part sees the store as it is when that part runs.
 fn rollup_parts(req: &ScanRequest) -> Option<Vec<ScanRequest>> {
-    use crate::rollup::BUCKET_NANOS as B;
+    use crate::rollup::{BUCKET_NANOS, HOUR_BUCKET_NANOS};
     if !req.rollups || req.signal != Signal::Spans {
         return None;
     }
     let (s, e) = (req.time.start.0, req.time.end.0);
-    let first = if s == i64::MIN || s.rem_euclid(B) == 0 {
-        s
-    } else {
-        s.div_euclid(B).checked_add(1)?.checked_mul(B)?
+    // The first bucket edge at or after the start and the last at or before the end.
+    let up = |b: i64| {
+        if s == i64::MIN || s.rem_euclid(b) == 0 {
+            Some(s)
+        } else {
+            s.div_euclid(b).checked_add(1)?.checked_mul(b)
+        }
     };
-    let last = if e == i64::MAX {
-        e
-    } else {
-        e.div_euclid(B) * B
+    let down = |b: i64| {
+        if e == i64::MAX {
+            e
+        } else {
+            e.div_euclid(b) * b
+        }
     };
-    if first >= last || (first == s && last == e) {
+    let (m1, m2) = (up(BUCKET_NANOS)?, down(BUCKET_NANOS));
+    if m1 >= m2 {
         return None;
     }
-    let part = |lo: i64, hi: i64, rollups: bool| {
-        let mut r = req.clone();
-        r.time = crate::types::TimeRange {
-            start: crate::types::UnixNanos(lo),
-            end: crate::types::UnixNanos(hi),
-        };
-        r.rollups = rollups;
-        r
-    };
-    let mut parts = Vec::with_capacity(3);
-    if s < first {
-        parts.push(part(s, first, false));
+    // (start, end, rollups, hourly rollups), in time order.
+    let mut cuts: Vec<(i64, i64, bool, bool)> = Vec::with_capacity(5);
+    cuts.push((s, m1, false, false));
+    match up(HOUR_BUCKET_NANOS) {
+        Some(h1) if req.rollup_hours && h1 < down(HOUR_BUCKET_NANOS) => {
+            let h2 = down(HOUR_BUCKET_NANOS);
+            cuts.push((m1, h1, true, false));
+            cuts.push((h1, h2, true, true));
+            cuts.push((h2, m2, true, false));
+        }
+        _ => cuts.push((m1, m2, true, req.rollup_hours)),
     }
-    parts.push(part(first, last, true));
-    if last < e {
-        parts.push(part(last, e, false));
+    cuts.push((m2, e, false, false));
+    cuts.retain(|&(lo, hi, _, _)| lo < hi);
+    if cuts.len() == 1 {
+        return None;
     }
-    Some(parts)
+    debug_assert!(
+        cuts.windows(2).all(|w| w[0].1 == w[1].0)
+            && cuts.first().map(|c| c.0) == Some(s)
+            && cuts.last().map(|c| c.1) == Some(e),
+        "scan parts must tile the range"
+    );
+    Some(
+        cuts.into_iter()
+            .map(|(lo, hi, rollups, hours)| {
+                let mut r = req.clone();
+                r.time = crate::types::TimeRange {
+                    start: crate::types::UnixNanos(lo),
+                    end: crate::types::UnixNanos(hi),
+                };
+                r.rollups = rollups;
+                r.rollup_hours = hours;
+                r
+            })
+            .collect(),
+    )
 }
 
 /// One scan over one consistent view of the segments and memtables.
