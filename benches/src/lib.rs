@@ -10,4 +10,5 @@
 pub mod disk;
 pub mod index_bench;
 pub mod query_bench;
+pub mod rss;
 pub mod workload;

@@ -25,6 +25,7 @@
 //! fsync = "always"       # "interval" | "never"
 //! fsync_interval_ms = 100
 //! memory_budget_bytes = 1073741824
+//! scan_memory_bytes = 1073741824   # rows all running queries may hold
 //! max_series_per_tenant = 1000000
 //! flush_interval_secs = 300
 //! retention_days = 30    # absent: keep forever
@@ -64,6 +65,8 @@ pub struct StorageSettings {
     pub fsync_interval_ms: u64,
     /// Memory budget of all memtables.
     pub memory_budget_bytes: usize,
+    /// Bytes of rows all running queries' scans may hold together.
+    pub scan_memory_bytes: usize,
     /// Series limit per tenant.
     pub max_series_per_tenant: usize,
     /// Memtables older than this are flushed.
@@ -142,6 +145,7 @@ struct FileStorage {
     fsync: Option<FsyncMode>,
     fsync_interval_ms: Option<u64>,
     memory_budget_bytes: Option<usize>,
+    scan_memory_bytes: Option<usize>,
     max_series_per_tenant: Option<usize>,
     flush_interval_secs: Option<u64>,
     retention_days: Option<u64>,
@@ -163,6 +167,7 @@ impl Default for Config {
                 fsync: FsyncMode::Always,
                 fsync_interval_ms: 100,
                 memory_budget_bytes: 1 << 30,
+                scan_memory_bytes: 1 << 30,
                 max_series_per_tenant: 1_000_000,
                 flush_interval_secs: 300,
                 retention_days: None,
@@ -241,6 +246,7 @@ impl Config {
         st.fsync = s.fsync.unwrap_or(st.fsync);
         st.fsync_interval_ms = s.fsync_interval_ms.unwrap_or(st.fsync_interval_ms);
         st.memory_budget_bytes = s.memory_budget_bytes.unwrap_or(st.memory_budget_bytes);
+        st.scan_memory_bytes = s.scan_memory_bytes.unwrap_or(st.scan_memory_bytes);
         st.max_series_per_tenant = s.max_series_per_tenant.unwrap_or(st.max_series_per_tenant);
         st.flush_interval_secs = s.flush_interval_secs.unwrap_or(st.flush_interval_secs);
         st.retention_days = s.retention_days.or(st.retention_days);
@@ -298,6 +304,7 @@ impl Config {
         let s = &mut self.storage;
         set(&mut s.max_series_per_tenant, &a.max_series_per_tenant);
         set(&mut s.memory_budget_bytes, &a.memory_budget_bytes);
+        set(&mut s.scan_memory_bytes, &a.scan_memory_bytes);
         set(&mut s.fsync, &a.fsync);
         set(&mut s.fsync_interval_ms, &a.fsync_interval_ms);
         set(&mut self.detector_threads, &a.detector_threads);
@@ -331,6 +338,11 @@ impl Config {
                 "storage.memory_budget_bytes must be at least 1 MiB".into(),
             ));
         }
+        if self.storage.scan_memory_bytes < (1 << 20) {
+            return Err(ConfigError::Invalid(
+                "storage.scan_memory_bytes must be at least 1 MiB".into(),
+            ));
+        }
         if self.storage.max_series_per_tenant == 0 {
             return Err(ConfigError::Invalid(
                 "storage.max_series_per_tenant must be positive".into(),
@@ -351,6 +363,7 @@ impl Config {
                 FsyncMode::Never => FsyncPolicy::Never,
             },
             memory_budget_bytes: s.memory_budget_bytes,
+            scan_memory_bytes: s.scan_memory_bytes,
             max_series_per_tenant: s.max_series_per_tenant,
             flush_interval: Duration::from_secs(s.flush_interval_secs.max(1)),
             ..StoreConfig::default()

@@ -317,7 +317,7 @@ impl Telemetry {
             } else {
                 st.wal.fsync_micros_total as f64 / st.wal.fsyncs as f64 / 1e6
             };
-            let gauges: [(&str, &str, &str, f64); 19] = [
+            let gauges: [(&str, &str, &str, f64); 21] = [
                 (
                     "sightline_wal_fsyncs_total",
                     "counter",
@@ -389,6 +389,18 @@ impl Telemetry {
                     "gauge",
                     "Bytes of span rollup rows cached in memory.",
                     st.rollup_cache_bytes as f64,
+                ),
+                (
+                    "sightline_scan_memory_bytes",
+                    "gauge",
+                    "Bytes of rows held by running queries' scans.",
+                    st.scan_memory_bytes as f64,
+                ),
+                (
+                    "sightline_scan_memory_budget_bytes",
+                    "gauge",
+                    "Budget of the rows running queries' scans may hold.",
+                    st.scan_memory_budget_bytes as f64,
                 ),
                 (
                     "sightline_flushes_total",

@@ -59,6 +59,10 @@ pub struct StoreConfig {
     pub fsync: FsyncPolicy,
     /// Bytes of unflushed data (all tenants and signals) before appends are refused.
     pub memory_budget_bytes: usize,
+    /// Bytes of rows all running scans together may hold (decoded segment rows, memtable rows,
+    /// rollup rows, until their results are dropped); a scan that would pass it fails with
+    /// [`crate::StorageError::ScanMemory`].
+    pub scan_memory_bytes: usize,
     /// A memtable is flushed when all memtables together pass this many bytes.
     pub flush_threshold_bytes: usize,
     /// A memtable is flushed when it is older than this.
@@ -99,6 +103,7 @@ impl Default for StoreConfig {
         Self {
             fsync: FsyncPolicy::Always,
             memory_budget_bytes: 1 << 30,
+            scan_memory_bytes: 1 << 30,
             flush_threshold_bytes: 256 << 20,
             flush_interval: Duration::from_secs(300),
             partition_duration: Duration::from_secs(3600),

@@ -72,6 +72,21 @@ pub enum StorageError {
     /// finished; nothing was changed.
     #[error("deadline exceeded")]
     DeadlineExceeded,
+    /// A scan would hold more rows in memory than the scan memory budget allows
+    /// ([`crate::StoreConfig::scan_memory_bytes`]); it stopped reading.
+    #[error(
+        "scan memory budget of {budget_bytes} bytes exhausted: this query needs more than \
+         {scan_bytes} bytes of rows while other queries hold {others_bytes}; narrow the time \
+         range or add matchers"
+    )]
+    ScanMemory {
+        /// The budget.
+        budget_bytes: usize,
+        /// Bytes this scan held with the batch it could not add.
+        scan_bytes: usize,
+        /// Bytes held by other scans at the time.
+        others_bytes: usize,
+    },
     /// The Parquet library reported an error.
     #[error("parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),

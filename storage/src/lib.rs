@@ -34,6 +34,7 @@
 //! | `series` | per-tenant series catalog with a label index for matchers |
 //! | `predicate` | `ScanRequest`, `Predicate`, `Matcher` and their exact evaluation on batches |
 //! | `store` (+`store/{recovery,flush,commit,maintenance,scan,background}`) | the `Store`: open/recover, append, flush (partitions on `flush_threads` threads), manifest commits (one lock, short), size-tiered compaction (own thread), retention, quarantine, scans (segments pruned first, then the row groups left cut into parts of similar size read on `scan_threads` threads, so one large segment uses every thread; results in segment order), background threads (store, compaction) |
+//! | `scan_memory` | the rows running scans hold, counted against `StoreConfig::scan_memory_bytes`; a scan past it fails instead of growing |
 //! | `deadline` | `Deadline`: a cooperative deadline plus cancel flag; `ScanRequest::deadline` is checked per segment, row group, batch and series matched |
 //! | `config`, `clock`, `fsutil`, `error` | configuration, injectable clock (`Store::now` is every server component's "now"), durable and owner-only (0600/0700) file helpers, `StorageError` |
 
@@ -50,6 +51,7 @@ pub mod model;
 pub mod postings;
 pub mod predicate;
 pub mod rollup;
+pub mod scan_memory;
 pub mod schema;
 pub mod segment;
 pub mod series;

@@ -127,6 +127,10 @@ pub struct StoreStats {
     /// Bytes of rollup rows cached in memory (process-wide, at most
     /// [`crate::rollup::CACHE_BYTES`]).
     pub rollup_cache_bytes: usize,
+    /// Bytes of rows held by running scans and results not yet dropped.
+    pub scan_memory_bytes: usize,
+    /// Their budget ([`crate::StoreConfig::scan_memory_bytes`]).
+    pub scan_memory_budget_bytes: usize,
     /// Rows in live segments.
     pub segment_rows: u64,
     /// WAL statistics.
@@ -145,6 +149,8 @@ pub(crate) struct Inner {
     /// One compaction pass at a time (passes would pick the same segments).
     compacting: Mutex<()>,
     budget: MemoryBudget,
+    /// Rows held by running scans and their results.
+    scan_memory: Arc<crate::scan_memory::ScanMemoryPool>,
     counters: Counters,
     /// Wakes the store thread: flush on size, fsync, retention.
     wake: background::Wakeup,
@@ -468,6 +474,8 @@ impl Store {
                 .map(|s| s.index_bytes())
                 .sum(),
             rollup_cache_bytes: crate::rollup::cached_bytes(),
+            scan_memory_bytes: self.inner.scan_memory.held(),
+            scan_memory_budget_bytes: self.inner.scan_memory.budget(),
             segment_rows: state.manifest.segments.iter().map(|s| s.rows).sum(),
             wal: self.inner.wal.stats(),
         }

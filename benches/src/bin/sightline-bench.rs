@@ -18,6 +18,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+/// The server's allocator, so that memory figures (peak RSS) are the server's.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use sightline_bench::workload::TraceGen;
 use sightline_bench::{index_bench, query_bench, workload};
 use sightline_storage::{
@@ -605,7 +609,28 @@ fn run_query(
         stats.segment_bytes as f64 / 1e6,
         t.elapsed().as_secs_f64()
     );
+    // Peak RSS while loading (this process: generator, store, flush and compaction) and, from
+    // a fresh peak, while answering.
+    let load_rss = sightline_bench::rss::peak_bytes();
+    // jemalloc hands freed pages back within seconds of the load.
+    std::thread::sleep(Duration::from_secs(12));
+    let reset = sightline_bench::rss::reset_peak();
+    let idle_rss = sightline_bench::rss::peak_bytes().filter(|_| reset);
     let ours = query_bench::answer_all(&store, &params, repeat, only)?;
+    let query_rss = sightline_bench::rss::peak_bytes().filter(|_| reset);
+    let gib = |b: Option<u64>| {
+        b.map_or("-".to_owned(), |b| {
+            format!("{:.2} GiB", b as f64 / f64::from(1u32 << 30))
+        })
+    };
+    println!(
+        "query: peak RSS {} while loading, {} before answering, {} while answering (memory budget {:.2} GiB)",
+        gib(load_rss),
+        gib(idle_rss),
+        gib(query_rss),
+        sightline_storage::StoreConfig::default().memory_budget_bytes as f64
+            / f64::from(1u32 << 30)
+    );
     println!(
         "query: {:.1} MB of span rollups kept in memory",
         sightline_storage::rollup::cached_bytes() as f64 / 1e6
@@ -716,6 +741,7 @@ fn run_query(
     }
     Ok(
         serde_json::json!({"bench": "query", "sizes": sizes, "questions": table, "bytes": ours_bytes,
+        "peak_rss_bytes": {"load": load_rss, "before_queries": idle_rss, "queries": query_rss},
         "peers_load": peers.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), v.get("load_s").cloned().unwrap_or_default())).collect::<serde_json::Map<_, _>>())}),
     )
 }

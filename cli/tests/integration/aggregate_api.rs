@@ -400,3 +400,84 @@ fn cli_aggregate_over_url_and_data_dir() {
     let (ok, _, err) = cli(&["--data-dir", d, "aggregate", "--agg", "median"]);
     assert!(!ok && err.contains("cannot parse aggregate"), "{err}");
 }
+
+/// Value of an unlabelled sample in a Prometheus text exposition.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// A query whose rows would pass the scan memory budget is refused with 422 and a message that
+/// says what to do, not answered by growing the process; a narrower one still answers, and the
+/// budget is given back after each query (`/metrics`).
+#[test]
+fn a_query_past_the_scan_memory_budget_is_refused_and_memory_given_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tmp.path().join("tokens");
+    std::fs::write(&tokens, "tok-a tenant-a\n").unwrap();
+    let tokens_arg = tokens.to_str().unwrap().to_owned();
+    let server = ServerProcess::start(
+        &tmp.path().join("data"),
+        &[
+            "--auth-tokens-file",
+            tokens_arg.as_str(),
+            "--scan-memory-bytes",
+            "1048576",
+        ],
+        tmp.path().join("server.log"),
+    );
+    // 40,000 spans with four attributes each: their attribute maps alone pass 1 MiB.
+    for _ in 0..8 {
+        let (body, _) = spans(5_000, "chat-api");
+        assert_eq!(post(server.http, "/v1/traces", "tok-a", &body).0, 200);
+    }
+    let by_user = |end: &str| {
+        json!({
+            "signal": "spans",
+            "start": (T0 / 1_000_000_000).to_string(),
+            "end": end,
+            "group_by": ["user.id"],
+            "aggregates": [{"func": "count"}]
+        })
+    };
+    let (status, v) = post(
+        server.http,
+        "/api/v1/aggregate",
+        "tok-a",
+        &by_user("2026-06-02T00:00:00Z"),
+    );
+    assert_eq!(status, 422, "{v}");
+    let msg = v["error"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("scan memory budget of 1048576 bytes")
+            && msg.contains("narrow the time range"),
+        "{msg}"
+    );
+    // The first minute: 60 spans per request, 480 in all.
+    let (status, v) = post(
+        server.http,
+        "/api/v1/aggregate",
+        "tok-a",
+        &by_user("2026-06-01T00:01:00Z"),
+    );
+    assert_eq!(status, 200, "{v}");
+    let total: f64 = v["data"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_f64().unwrap())
+        .sum();
+    assert_eq!(total, 480.0, "{v}");
+    let m = http(server.http, "GET", "/metrics", &[], b"")
+        .unwrap()
+        .text();
+    assert_eq!(
+        metric(&m, "sightline_scan_memory_budget_bytes"),
+        Some(1_048_576.0)
+    );
+    assert_eq!(
+        metric(&m, "sightline_scan_memory_bytes"),
+        Some(0.0),
+        "given back"
+    );
+}

@@ -176,6 +176,11 @@ pub struct ServeArgs {
     #[arg(long, env = "SIGHTLINE_MEMORY_BUDGET_BYTES", value_name = "BYTES")]
     pub memory_budget_bytes: Option<usize>,
 
+    /// Memory for the rows all running queries read; a query that would pass it is refused
+    /// (422 alone, 503 + Retry-After while others hold it) [default: 1073741824].
+    #[arg(long, env = "SIGHTLINE_SCAN_MEMORY_BYTES", value_name = "BYTES")]
+    pub scan_memory_bytes: Option<usize>,
+
     /// WAL durability [default: always].
     #[arg(long, env = "SIGHTLINE_FSYNC", value_enum)]
     pub fsync: Option<FsyncMode>,

@@ -237,6 +237,16 @@ impl From<StorageError> for ApiError {
             StorageError::OverBudget { retry_after, .. } => {
                 Self::new(ErrorKind::Unavailable, e.to_string()).with_retry_after(retry_after)
             }
+            // A query that alone needs more than the budget will not fit by retrying; one that
+            // meets other queries' rows may once they finish.
+            StorageError::ScanMemory { others_bytes, .. } => {
+                if others_bytes == 0 {
+                    Self::new(ErrorKind::Execution, e.to_string())
+                } else {
+                    Self::new(ErrorKind::Unavailable, e.to_string())
+                        .with_retry_after(Duration::from_secs(1))
+                }
+            }
             StorageError::Closed => Self::new(
                 ErrorKind::Unavailable,
                 "store is closed (server shutting down)",

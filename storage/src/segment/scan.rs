@@ -22,6 +22,7 @@ use super::Segment;
 use crate::error::{IoContext, Result, StorageError};
 use crate::postings::Lookup;
 use crate::predicate::{self, MatchOp, Predicate, ScanRequest};
+use crate::scan_memory::ScanMemory;
 use crate::schema::{self, col};
 use crate::types::{Signal, TimeRange, TraceId};
 
@@ -112,12 +113,15 @@ pub(crate) struct CompiledScan<'a> {
     /// an attribute matcher on a rollup key column (so never with a [`Predicate::AnyOf`],
     /// which [`Segment::scan_rollup`] does not evaluate).
     pub rollup_ok: bool,
+    /// The scan's share of the scan memory budget: every batch it returns is counted here.
+    pub memory: &'a ScanMemory,
 }
 
 impl<'a> CompiledScan<'a> {
     pub(crate) fn new(
         req: &'a ScanRequest,
         series_filter: Option<Arc<FxHashSet<u64>>>,
+        memory: &'a ScanMemory,
     ) -> Result<Self> {
         req.validate()?;
         let schema = schema::of(req.signal);
@@ -174,6 +178,7 @@ impl<'a> CompiledScan<'a> {
             output,
             dictionary,
             rollup_ok,
+            memory,
         })
     }
 
@@ -446,6 +451,7 @@ impl Segment {
             columns.push(lists);
             rows = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
         }
+        c.memory.grow(rows.get_array_memory_size())?;
         stats.rollup_rows += rows.num_rows() as u64;
         if let Some(n) = rows
             .column_by_name(crate::rollup::ROWS)
@@ -795,6 +801,7 @@ impl Segment {
             let batch = batch.map_err(|e| StorageError::corruption(&path, e.to_string()))?;
             stats.rows_decoded += batch.num_rows() as u64;
             if let Some(b) = c.filter(&batch, None, !matchers_exact, times_inside)? {
+                c.memory.grow(b.get_array_memory_size())?;
                 stats.rows_returned += b.num_rows() as u64;
                 out.push(b);
             }

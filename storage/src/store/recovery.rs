@@ -193,6 +193,7 @@ pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenRepor
     report.removed_leftovers = remove_leftovers(root, &live)?;
 
     // WAL replay into memtables.
+    let scan_memory = crate::scan_memory::ScanMemoryPool::new(config.scan_memory_bytes);
     let budget = MemoryBudget::new(config.memory_budget_bytes);
     let mut active: HashMap<(crate::TenantId, Signal), Memtable> = HashMap::new();
     let (wal, wal_report, last) = Wal::open_with_io(
@@ -241,6 +242,7 @@ pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenRepor
         flushing: Mutex::new(()),
         compacting: Mutex::new(()),
         budget,
+        scan_memory,
         counters,
         wake: super::background::Wakeup::default(),
         compact_wake: super::background::Wakeup::default(),

@@ -10,6 +10,7 @@ use crate::deadline::Deadline;
 use crate::error::{Result, StorageError};
 use crate::memtable::MemSnapshot;
 use crate::predicate::{Predicate, ScanRequest};
+use crate::scan_memory::ScanMemory;
 use crate::segment::scan::{CompiledScan, RowGroupPlan, SegmentPlan};
 use crate::segment::{ScanStats, Segment};
 use crate::types::Signal;
@@ -28,6 +29,9 @@ pub struct ScanResult {
     pub stats: ScanStats,
     /// Segments that could not be read and were quarantined during this scan.
     pub warnings: Vec<String>,
+    /// The bytes of `batches` and `rollups`, held against the store's scan memory budget until
+    /// this result is dropped.
+    pub memory: ScanMemory,
 }
 
 impl ScanResult {
@@ -38,12 +42,18 @@ impl ScanResult {
 }
 
 pub(super) fn scan(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
+    let memory = inner.scan_memory.share();
     let Some(parts) = rollup_parts(req) else {
-        return scan_once(inner, req);
+        let mut out = scan_once(inner, req, &memory)?;
+        out.memory = memory;
+        return Ok(out);
     };
-    let mut out = ScanResult::default();
+    let mut out = ScanResult {
+        memory,
+        ..ScanResult::default()
+    };
     for part in &parts {
-        let r = scan_once(inner, part)?;
+        let r = scan_once(inner, part, &out.memory)?;
         out.batches.extend(r.batches);
         out.rollups.extend(r.rollups);
         out.stats.add(&r.stats);
@@ -126,7 +136,7 @@ fn rollup_parts(req: &ScanRequest) -> Option<Vec<ScanRequest>> {
 }
 
 /// One scan over one consistent view of the segments and memtables.
-fn scan_once(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
+fn scan_once(inner: &Inner, req: &ScanRequest, memory: &ScanMemory) -> Result<ScanResult> {
     req.deadline.check()?;
     let key = (req.tenant.clone(), req.signal);
     let (segments, mems, series_filter): (Vec<Arc<Segment>>, Vec<MemSnapshot>, _) = {
@@ -169,7 +179,7 @@ fn scan_once(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
         };
         (segments, mems, series_filter)
     };
-    let compiled = CompiledScan::new(req, series_filter)?;
+    let compiled = CompiledScan::new(req, series_filter, memory)?;
     let mut result = ScanResult::default();
     if compiled
         .series_filter
@@ -245,6 +255,7 @@ fn scan_once(inner: &Inner, req: &ScanRequest) -> Result<ScanResult> {
             result.stats.memtable_rows += mb.batch.num_rows() as u64;
             let t = text_rows.as_ref().map(|r| (r, mb.first_row));
             if let Some(b) = compiled.filter(&mb.batch, t, true, false)? {
+                memory.grow(b.get_array_memory_size())?;
                 result.stats.rows_returned += b.num_rows() as u64;
                 mem_rows.push((mb.min_time, mb.max_time, b));
             }
