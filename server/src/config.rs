@@ -25,7 +25,7 @@
 //! fsync = "always"       # "interval" | "never"
 //! fsync_interval_ms = 100
 //! memory_budget_bytes = 1073741824
-//! scan_memory_bytes = 1073741824   # rows all running queries may hold
+//! scan_memory_bytes = 2147483648   # rows all running queries may hold
 //! max_series_per_tenant = 1000000
 //! flush_interval_secs = 300
 //! retention_days = 30    # absent: keep forever
@@ -167,7 +167,7 @@ impl Default for Config {
                 fsync: FsyncMode::Always,
                 fsync_interval_ms: 100,
                 memory_budget_bytes: 1 << 30,
-                scan_memory_bytes: 1 << 30,
+                scan_memory_bytes: 2 << 30,
                 max_series_per_tenant: 1_000_000,
                 flush_interval_secs: 300,
                 retention_days: None,

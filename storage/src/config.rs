@@ -103,7 +103,7 @@ impl Default for StoreConfig {
         Self {
             fsync: FsyncPolicy::Always,
             memory_budget_bytes: 1 << 30,
-            scan_memory_bytes: 1 << 30,
+            scan_memory_bytes: 2 << 30,
             flush_threshold_bytes: 256 << 20,
             flush_interval: Duration::from_secs(300),
             partition_duration: Duration::from_secs(3600),

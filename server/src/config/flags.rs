@@ -177,7 +177,7 @@ pub struct ServeArgs {
     pub memory_budget_bytes: Option<usize>,
 
     /// Memory for the rows all running queries read; a query that would pass it is refused
-    /// (422 alone, 503 + Retry-After while others hold it) [default: 1073741824].
+    /// (422 alone, 503 + Retry-After while others hold it) [default: 2147483648].
     #[arg(long, env = "SIGHTLINE_SCAN_MEMORY_BYTES", value_name = "BYTES")]
     pub scan_memory_bytes: Option<usize>,
 
