@@ -268,23 +268,23 @@ impl<'a> CompiledScan<'a> {
                     .collect(),
             );
         }
-        let filtered = match predicate::and_all(masks, n)? {
-            Some(mask) => {
-                if mask.true_count() == 0 {
-                    return Ok(None);
-                }
-                if mask.true_count() == n {
-                    batch.clone()
-                } else {
-                    arrow_select::filter::filter_record_batch(batch, &mask)?
-                }
-            }
-            None => batch.clone(),
-        };
-        if self.req.signal == Signal::Samples {
-            return Ok(Some(filtered));
+        let mask = predicate::and_all(masks, n)?;
+        if mask.as_ref().is_some_and(|m| m.true_count() == 0) {
+            return Ok(None);
         }
-        Ok(Some(self.project(&filtered)?))
+        // Projected before filtering, so that only the output columns are copied (a memtable
+        // batch holds every column; samples keep theirs for deduplication).
+        let out = if self.req.signal == Signal::Samples {
+            batch.clone()
+        } else {
+            self.project(batch)?
+        };
+        Ok(Some(match mask {
+            Some(mask) if mask.true_count() < n => {
+                arrow_select::filter::filter_record_batch(&out, &mask)?
+            }
+            _ => out,
+        }))
     }
 
     /// Selects the output columns, in the requested order.
