@@ -21,9 +21,11 @@ pub const FILE_NAME: &str = "MANIFEST";
 const MAGIC: &[u8; 8] = b"SLMANIF1";
 /// Version of the manifest and segment layout described in docs/storage-format.md: 2 added
 /// postings keys indexed by `attr_blooms.bin` and rollups that leave keys out, which a
-/// version-1 reader would answer wrongly from, so it refuses the store instead. Version-1
-/// stores are read as they are.
-pub const FORMAT_VERSION: u32 = 2;
+/// version-1 reader would answer wrongly from, so it refuses the store instead; 3 compresses
+/// `postings.bin` (`SLPOST02`) and the text index's document store with zstd, which a
+/// version-2 reader would take for damage and quarantine. Stores of versions 1 and 2 are read
+/// as they are (their segments keep their formats until compaction rewrites them).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Length and checksum of one file of a segment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -21,9 +21,11 @@
 //! whose bloom lacks the pair. Integer promoted columns (token counts) get no postings
 //! at all: equality on them is rare, and their Parquet statistics stay.
 //!
-//! On disk: `magic (8) | crc32c of body (u32 LE) | body`, body = `u32 key count`, then per key
-//! `u16 len | key | u8 state (0 incomplete, 1 complete, 2 in the blooms) | u32 value count`, per
-//! value `u32 len | value | u32 len | roaring`.
+//! On disk: `SLPOST02 | crc32c of the rest (u32 LE) | u32 body length | zstd(body)`, body =
+//! `u32 key count`, then per key `u16 len | key | u8 state (0 incomplete, 1 complete, 2 in the
+//! blooms) | u32 value count`, per value `u32 len | value | u32 len | roaring`. The body
+//! compresses 3-4x (roaring headers, sorted values sharing prefixes) and is read once, when the
+//! segment opens. Segments written with `SLPOST01 | crc32c of body | body` stay readable.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,7 +36,14 @@ use roaring::RoaringBitmap;
 use crate::attr_bloom::AttrBlooms;
 use crate::error::{Result, StorageError};
 
-const MAGIC: &[u8; 8] = b"SLPOST01";
+const MAGIC: &[u8; 8] = b"SLPOST02";
+/// The uncompressed format written before postings were compressed.
+const MAGIC_V1: &[u8; 8] = b"SLPOST01";
+/// zstd level of the body: postings are written once per segment and read once per open.
+const ZSTD_LEVEL: i32 = 3;
+/// Largest body a postings file may declare: far above any segment's (a segment's rows are
+/// bounded), so a damaged length is refused before memory is reserved for it.
+const MAX_BODY_BYTES: usize = 1 << 30;
 
 /// Longest value indexed; longer values make their key incomplete.
 pub const MAX_VALUE_LEN: usize = 256;
@@ -287,8 +296,8 @@ impl<'a> Reader<'a> {
 }
 
 impl Postings {
-    /// Encodes for disk.
-    pub fn encode(&self) -> Vec<u8> {
+    /// The uncompressed body (see the module doc).
+    fn body(&self) -> Vec<u8> {
         let mut body = Vec::new();
         body.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
         for (key, kp) in &self.keys {
@@ -311,8 +320,30 @@ impl Postings {
                 let _ = bitmap.serialize_into(&mut body);
             }
         }
-        let mut out = Vec::with_capacity(body.len() + 12);
+        body
+    }
+
+    /// Encodes for disk.
+    pub fn encode(&self) -> Vec<u8> {
+        let body = self.body();
+        let mut rest = Vec::with_capacity(body.len() / 3 + 16);
+        rest.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        // Compressing into a Vec fails only on allocation failure, which aborts anyway; the
+        // uncompressed body is the fallback so that encoding stays infallible.
+        match zstd::bulk::compress(&body, ZSTD_LEVEL) {
+            Ok(z) => rest.extend_from_slice(&z),
+            Err(_) => return Self::encode_v1(body),
+        }
+        let mut out = Vec::with_capacity(rest.len() + 12);
         out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&crc32c::crc32c(&rest).to_le_bytes());
+        out.extend_from_slice(&rest);
+        out
+    }
+
+    fn encode_v1(body: Vec<u8>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(body.len() + 12);
+        out.extend_from_slice(MAGIC_V1);
         out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         out.extend_from_slice(&body);
         out
@@ -321,14 +352,32 @@ impl Postings {
     /// Decodes and verifies; `path` is used in error messages.
     pub fn decode(bytes: &[u8], path: &Path) -> Result<Self> {
         let bad = |d: &str| StorageError::corruption(path, format!("postings: {d}"));
-        if bytes.len() < 12 || &bytes[..8] != MAGIC {
+        if bytes.len() < 12 {
             return Err(bad("bad magic"));
         }
         let crc = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        let body = &bytes[12..];
-        if crc32c::crc32c(body) != crc {
+        let rest = &bytes[12..];
+        if &bytes[..8] != MAGIC && &bytes[..8] != MAGIC_V1 {
+            return Err(bad("bad magic"));
+        }
+        if crc32c::crc32c(rest) != crc {
             return Err(bad("checksum mismatch"));
         }
+        let inflated;
+        let body = if &bytes[..8] == MAGIC_V1 {
+            rest
+        } else {
+            let (len, z) = rest.split_at_checked(4).ok_or_else(|| bad("truncated"))?;
+            let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+            if len > MAX_BODY_BYTES {
+                return Err(bad(&format!("declared body of {len} bytes")));
+            }
+            inflated = zstd::bulk::decompress(z, len).map_err(|e| bad(&format!("zstd: {e}")))?;
+            if inflated.len() != len {
+                return Err(bad("body shorter than declared"));
+            }
+            &inflated[..]
+        };
         let mut r = Reader { buf: body, pos: 0 };
         let n_keys = r.u32().ok_or_else(|| bad("truncated"))?;
         let mut keys = BTreeMap::new();
@@ -513,12 +562,49 @@ mod tests {
         assert_eq!(back, p);
         let mut bad = PostingsBuilder::new();
         bad.add("k", "v", 0);
-        let mut bytes = bad.finish().encode();
+        let mut bytes = Postings::encode_v1(bad.finish().body());
         // body: u32 keys | u16 len | "k" | state
         let state_at = 12 + 4 + 2 + 1;
         bytes[state_at] = 3;
         let body_crc = crc32c::crc32c(&bytes[12..]);
         bytes[8..12].copy_from_slice(&body_crc.to_le_bytes());
         assert!(Postings::decode(&bytes, Path::new("p")).is_err());
+    }
+
+    #[test]
+    fn compressed_files_are_smaller_and_uncompressed_ones_stay_readable() {
+        let mut b = PostingsBuilder::new();
+        for row in 0..50_000u32 {
+            b.add("user.id", &format!("user-{:05}", (row * 7919) % 9_973), row);
+            b.add(
+                "service.name",
+                ["gateway", "retriever", "llm"][(row % 3) as usize],
+                row,
+            );
+        }
+        let p = b.finish();
+        let (v2, v1) = (p.encode(), Postings::encode_v1(p.body()));
+        assert_eq!(&v2[..8], MAGIC);
+        assert!(
+            v2.len() * 2 < v1.len(),
+            "{} B compressed, {} B not",
+            v2.len(),
+            v1.len()
+        );
+        for bytes in [&v2, &v1] {
+            assert_eq!(Postings::decode(bytes, Path::new("p")).expect("decode"), p);
+        }
+        // A declared body length past the limit is refused before anything is inflated; one
+        // that disagrees with the compressed body is corruption.
+        for len in [u32::MAX, (v1.len() as u32) * 4] {
+            let mut bytes = v2.clone();
+            bytes[12..16].copy_from_slice(&len.to_le_bytes());
+            let crc = crc32c::crc32c(&bytes[12..]);
+            bytes[8..12].copy_from_slice(&crc.to_le_bytes());
+            assert!(
+                Postings::decode(&bytes, Path::new("p")).is_err(),
+                "length {len}"
+            );
+        }
     }
 }
