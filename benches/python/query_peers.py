@@ -13,6 +13,12 @@ samples), and loaded into:
     and ZSTD codecs, ordered like the OpenTelemetry ClickHouse exporter orders them, a bloom
     filter index on trace_id and a tokenbf_v1 index on log bodies, merged (OPTIMIZE FINAL).
 
+For the bytes comparison chDB also stores every field of the same rows (`otel_traces`,
+`otel_logs`) in the layout of the OpenTelemetry ClickHouse exporter's tables: attribute maps as
+Map(LowCardinality(String), String) with bloom-filter indexes on keys and values, events and links
+as parallel arrays, ordered by service, name and time; ids kept binary and Sightline's promoted
+GenAI fields as typed columns, which only makes the peer smaller. Those tables answer no question.
+
 Each question runs once to warm up and REPEATS times timed; the median wall time is reported
 with the answer's row count and digest (the runner checks they equal Sightline's).
 """
@@ -209,6 +215,8 @@ def chdb_peer(p, tables, workdir, repeats):
     if tables is not None:
         chdb_load(sess, tables, workdir)
     load_s = time.perf_counter() - t
+    if tables is not None:
+        chdb_full_load(sess, p["files"][0], p["files"][1], workdir)
 
     def run(sql):
         res = str(sess.query(sql, "JSONCompact"))
@@ -251,6 +259,159 @@ def chdb_load(sess, tables, workdir):
     for name, table in zip(["spans", "logs", "samples"], tables):
         f = os.path.join(workdir, f"{name}.parquet")
         pq.write_table(table, f, compression="zstd")
+        sess.query(f"INSERT INTO b.{name} SELECT * FROM file('{f}', Parquet)")
+        sess.query(f"OPTIMIZE TABLE b.{name} FINAL")
+        os.remove(f)
+
+
+def str_map(m):
+    """A typed attribute map (Map<Utf8, Struct<kind, str, int, double, bool, bytes>>) as the
+    Map<Utf8, Utf8> an exporter writes: every value as text."""
+    if isinstance(m, pa.ChunkedArray):
+        m = m.combine_chunks()
+    items = m.items
+    text = pc.coalesce(
+        pc.struct_field(items, "str"),
+        pc.cast(pc.struct_field(items, "int"), pa.string()),
+        pc.cast(pc.struct_field(items, "double"), pa.string()),
+        pc.cast(pc.struct_field(items, "bool"), pa.string()),
+        pc.binary_join_element_wise(pc.cast(pc.struct_field(items, "bytes"), pa.string()), ""),
+        pa.scalar(""),
+    )
+    return pa.MapArray.from_arrays(m.offsets, m.keys, text)
+
+
+def list_of(lst, values):
+    """A list column with `lst`'s offsets over `values` (one per flattened item)."""
+    return pa.ListArray.from_arrays(lst.offsets, values)
+
+
+def full_spans(files):
+    t = pa.concat_tables(pq.read_table(f) for f in files).combine_chunks()
+    n = t.num_rows
+    events = t["events"].chunk(0) if t["events"].num_chunks else pa.array([[]] * n, t.schema.field("events").type)
+    links = t["links"].chunk(0) if t["links"].num_chunks else pa.array([[]] * n, t.schema.field("links").type)
+    ev, lk = events.flatten(), links.flatten()
+    cols = {
+        "start_time": pc.cast(t["start_time_unix_nano"], pa.int64()),
+        "trace_id": t["trace_id"],
+        "span_id": t["span_id"],
+        "parent_span_id": pc.fill_null(t["parent_span_id"], pa.scalar(b"\0" * 8, pa.binary(8))),
+        "trace_state": t["trace_state"],
+        "flags": t["flags"],
+        "span_name": t["span_name"],
+        "span_kind": t["span_kind"],
+        "service_name": t["service_name"],
+        "resource_attributes": str_map(t["resource_attributes"]),
+        "scope_name": t["scope_name"],
+        "scope_version": t["scope_version"],
+        "span_attributes": str_map(t["attributes"]),
+        "duration": t["duration_nano"],
+        "status_code": t["status_code"],
+        "status_message": t["status_message"],
+        "events_time": list_of(events, pc.cast(pc.struct_field(ev, "time_unix_nano"), pa.int64())),
+        "events_name": list_of(events, pc.struct_field(ev, "name")),
+        "events_attributes": list_of(events, str_map(pc.struct_field(ev, "attributes"))),
+        "links_trace_id": list_of(links, pc.struct_field(lk, "trace_id")),
+        "links_span_id": list_of(links, pc.struct_field(lk, "span_id")),
+        "links_trace_state": list_of(links, pc.struct_field(lk, "trace_state")),
+        "links_attributes": list_of(links, str_map(pc.struct_field(lk, "attributes"))),
+    }
+    for name in GENAI_COLUMNS:
+        cols[name] = t[name]
+    return pa.table(cols)
+
+
+# Sightline's promoted GenAI span fields with the chDB type each is stored as.
+GENAI_COLUMNS = {
+    "gen_ai_operation_name": "LowCardinality(Nullable(String))",
+    "gen_ai_provider_name": "LowCardinality(Nullable(String))",
+    "gen_ai_request_model": "LowCardinality(Nullable(String))",
+    "gen_ai_response_model": "LowCardinality(Nullable(String))",
+    "gen_ai_usage_input_tokens": "Nullable(Int64)",
+    "gen_ai_usage_output_tokens": "Nullable(Int64)",
+    "gen_ai_usage_total_tokens": "Nullable(Int64)",
+    "gen_ai_usage_cache_read_input_tokens": "Nullable(Int64)",
+    "gen_ai_usage_cost": "Nullable(Float64)",
+    "gen_ai_request_temperature": "Nullable(Float64)",
+    "gen_ai_response_finish_reasons": "Array(LowCardinality(String))",
+    "gen_ai_conversation_id": "Nullable(String) CODEC(ZSTD(3))",
+    "token_entropy_mean": "Nullable(Float64)",
+    "token_entropy_max": "Nullable(Float64)",
+    "low_confidence_tokens": "Nullable(Int64)",
+    "hallucination_index": "Nullable(Float64)",
+}
+
+
+def full_logs(files):
+    t = pa.concat_tables(pq.read_table(f) for f in files).combine_chunks()
+    return pa.table({
+        "time": pc.cast(t["time_unix_nano"], pa.int64()),
+        "observed_time": pc.cast(t["observed_time_unix_nano"], pa.int64()),
+        "trace_id": pc.fill_null(t["trace_id"], pa.scalar(b"\0" * 16, pa.binary(16))),
+        "span_id": pc.fill_null(t["span_id"], pa.scalar(b"\0" * 8, pa.binary(8))),
+        "flags": t["flags"],
+        "severity_text": t["severity_text"],
+        "severity_number": t["severity_number"],
+        "service_name": t["service_name"],
+        "body": t["body"],
+        "body_kind": t["body_kind"],
+        "resource_attributes": str_map(t["resource_attributes"]),
+        "scope_name": t["scope_name"],
+        "event_name": t["event_name"],
+        "log_attributes": str_map(t["attributes"]),
+    })
+
+
+MAP = "Map(LowCardinality(String), String) CODEC(ZSTD(3))"
+
+
+def chdb_full_load(sess, spans_files, logs_files, workdir):
+    """Every field of the same rows, for the bytes comparison (see the module doc)."""
+    genai = "".join(f"{k} {v}, " for k, v in GENAI_COLUMNS.items())
+    sess.query(
+        "CREATE TABLE b.otel_traces (start_time Int64 CODEC(Delta, ZSTD(3)), "
+        "trace_id FixedString(16) CODEC(ZSTD(3)), span_id FixedString(8) CODEC(ZSTD(3)), "
+        "parent_span_id FixedString(8) CODEC(ZSTD(3)), trace_state String CODEC(ZSTD(3)), "
+        "flags UInt32 CODEC(ZSTD(3)), span_name LowCardinality(String), span_kind UInt8, "
+        f"service_name LowCardinality(String), resource_attributes {MAP}, "
+        "scope_name LowCardinality(String), scope_version LowCardinality(String), "
+        f"span_attributes {MAP}, duration Int64 CODEC(ZSTD(3)), status_code UInt8, "
+        "status_message String CODEC(ZSTD(3)), "
+        "events_time Array(Int64) CODEC(ZSTD(3)), events_name Array(LowCardinality(String)), "
+        f"events_attributes Array({MAP.split(' CODEC')[0]}) CODEC(ZSTD(3)), "
+        "links_trace_id Array(FixedString(16)) CODEC(ZSTD(3)), "
+        "links_span_id Array(FixedString(8)) CODEC(ZSTD(3)), "
+        "links_trace_state Array(String) CODEC(ZSTD(3)), "
+        f"links_attributes Array({MAP.split(' CODEC')[0]}) CODEC(ZSTD(3)), {genai}"
+        "INDEX idx_trace_id trace_id TYPE bloom_filter(0.001) GRANULARITY 1, "
+        "INDEX idx_res_attr_key mapKeys(resource_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        "INDEX idx_res_attr_value mapValues(resource_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        "INDEX idx_span_attr_key mapKeys(span_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        "INDEX idx_span_attr_value mapValues(span_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        "INDEX idx_duration duration TYPE minmax GRANULARITY 1) "
+        "ENGINE = MergeTree PARTITION BY intDiv(start_time, 86400000000000) "
+        "ORDER BY (service_name, span_name, start_time)")
+    sess.query(
+        "CREATE TABLE b.otel_logs (time Int64 CODEC(Delta, ZSTD(3)), "
+        "observed_time Int64 CODEC(Delta, ZSTD(3)), trace_id FixedString(16) CODEC(ZSTD(3)), "
+        "span_id FixedString(8) CODEC(ZSTD(3)), flags UInt32, "
+        "severity_text LowCardinality(String), severity_number Int32, "
+        "service_name LowCardinality(String), body String CODEC(ZSTD(3)), body_kind UInt8, "
+        f"resource_attributes {MAP}, scope_name LowCardinality(String), "
+        f"event_name LowCardinality(String), log_attributes {MAP}, "
+        "INDEX idx_trace_id trace_id TYPE bloom_filter(0.001) GRANULARITY 1, "
+        "INDEX idx_res_attr_key mapKeys(resource_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        "INDEX idx_res_attr_value mapValues(resource_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        "INDEX idx_log_attr_key mapKeys(log_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        "INDEX idx_log_attr_value mapValues(log_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        "INDEX idx_body body TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 8) "
+        "ENGINE = MergeTree PARTITION BY intDiv(time, 86400000000000) "
+        "ORDER BY (service_name, time)")
+    for name, table in [("otel_traces", full_spans(spans_files)), ("otel_logs", full_logs(logs_files))]:
+        f = os.path.join(workdir, f"{name}.parquet")
+        pq.write_table(table, f, compression="zstd")
+        del table
         sess.query(f"INSERT INTO b.{name} SELECT * FROM file('{f}', Parquet)")
         sess.query(f"OPTIMIZE TABLE b.{name} FINAL")
         os.remove(f)

@@ -667,14 +667,25 @@ fn run_query(
         .join(query_bench::tenant().as_str());
     let ours_bytes = [("spans", sizes.spans), ("logs", sizes.logs)].map(|(signal, n)| {
         let b = sightline_bench::disk::SignalBytes::of(&root.join(signal));
-        let ch = peers
-            .get("chdb")
-            .and_then(|c| c.get("bytes"))
-            .and_then(|b| b.get(signal))
-            .and_then(serde_json::Value::as_u64);
+        // chDB's narrow table (the queried columns) and the one with every field.
+        let full_table = if signal == "spans" {
+            "otel_traces"
+        } else {
+            "otel_logs"
+        };
+        let ch_bytes = |table: &str| {
+            peers
+                .get("chdb")
+                .and_then(|c| c.get("bytes"))
+                .and_then(|b| b.get(table))
+                .and_then(serde_json::Value::as_u64)
+        };
+        let (ch, ch_full) = (ch_bytes(signal), ch_bytes(full_table));
         let per = |x: u64| x as f64 / n.max(1) as f64;
+        let show = |c: Option<u64>| c.map_or("-".to_owned(), |c| format!("{:.1}", per(c)));
         println!(
-            "bytes per {}: sightline {:.1} (data {:.1}, indexes {:.1}, rollups {:.1}); chDB {}",
+            "bytes per {}: sightline {:.1} (data {:.1}, indexes {:.1}, rollups {:.1}); chDB {} \
+             (queried columns), {} (every field)",
             if signal == "spans" {
                 "span"
             } else {
@@ -684,9 +695,10 @@ fn run_query(
             per(b.data),
             per(b.index),
             per(b.rollups),
-            ch.map_or("-".to_owned(), |c| format!("{:.1}", per(c)))
+            show(ch),
+            show(ch_full),
         );
-        serde_json::json!({"signal": signal, "sightline": b, "chdb": ch, "items": n})
+        serde_json::json!({"signal": signal, "sightline": b, "chdb": ch, "chdb_every_field": ch_full, "items": n})
     });
     println!(
         "{:<4} {:<58} {:>10} {:>10} {:>10} {:>7}  agree",
