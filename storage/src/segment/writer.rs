@@ -208,6 +208,56 @@ fn unprunable_leaves(signal: Signal) -> Result<Vec<ColumnPath>> {
         .collect())
 }
 
+/// Writes the leaves of `batch` that hold no value at all in this segment (events and links
+/// nobody sent, attribute value kinds no attribute has) uncompressed. Their pages hold only
+/// definition and repetition levels, a few bytes that a zstd frame would make larger, and a
+/// reader creates no zstd contexts for them: a trace lookup decodes one page of every leaf,
+/// and creating a compressor and decompressor per leaf was a quarter of its time.
+fn uncompress_valueless_leaves(
+    props: WriterProperties,
+    batch: &RecordBatch,
+) -> Result<WriterProperties> {
+    let descr = ArrowSchemaConverter::new().convert(&batch.schema())?;
+    let mut values = Vec::with_capacity(descr.num_columns());
+    for c in batch.columns() {
+        leaf_values(c.as_ref(), &mut values);
+    }
+    // Parquet's leaves are the Arrow schema's leaves, depth first, in field order.
+    if values.len() != descr.num_columns() {
+        return Err(StorageError::InvalidInput(format!(
+            "{} Arrow leaves against {} Parquet columns",
+            values.len(),
+            descr.num_columns()
+        )));
+    }
+    let mut b = props.into_builder();
+    for (leaf, n) in descr.columns().iter().zip(values) {
+        if n == 0 {
+            b = b.set_column_compression(leaf.path().clone(), Compression::UNCOMPRESSED);
+        }
+    }
+    Ok(b.build())
+}
+
+/// Appends the number of non-null values of each leaf under `array`, depth first (values
+/// under null parents are counted too: the count is an upper bound, zero only when no row
+/// has a value there).
+fn leaf_values(array: &dyn Array, out: &mut Vec<usize>) {
+    use arrow_array::cast::AsArray;
+    use arrow_schema::DataType;
+    match array.data_type() {
+        DataType::Struct(_) => {
+            for c in array.as_struct().columns() {
+                leaf_values(c.as_ref(), out);
+            }
+        }
+        DataType::List(_) => leaf_values(array.as_list::<i32>().values().as_ref(), out),
+        DataType::LargeList(_) => leaf_values(array.as_list::<i64>().values().as_ref(), out),
+        DataType::Map(_, _) => leaf_values(array.as_map().entries(), out),
+        _ => out.push(array.len() - array.null_count()),
+    }
+}
+
 fn write_parquet(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<()> {
     let file = fsutil::create_private_file(path)?;
     let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
@@ -390,7 +440,8 @@ pub(crate) fn write_segment(
     }
     fsutil::create_private_dir_all(&dir)?;
 
-    let props = writer_properties(signal, sorted.num_rows(), opts)?;
+    let props =
+        uncompress_valueless_leaves(writer_properties(signal, sorted.num_rows(), opts)?, &sorted)?;
     write_parquet(&dir.join(DATA_FILE), &sorted, props)?;
 
     let postings = match signal {
@@ -628,6 +679,66 @@ mod timing {
         ] {
             assert!(!has_stats(dropped), "{dropped} still has statistics");
         }
+    }
+
+    /// Leaves without a value in the segment are written uncompressed; every other leaf keeps
+    /// zstd, and the rows read back the same.
+    #[test]
+    fn valueless_leaves_are_uncompressed() {
+        use parquet::basic::Compression;
+        use parquet::file::reader::FileReader as _;
+        let n = 3_000;
+        let batch = columnar::spans_to_batch(&load_spans(n)).unwrap();
+        let sorted = sort_for_segment(Signal::Spans, &batch).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("d.parquet");
+        let props = uncompress_valueless_leaves(
+            writer_properties(Signal::Spans, n as usize, &SegmentWriteOptions::default()).unwrap(),
+            &sorted,
+        )
+        .unwrap();
+        write_parquet(&file, &sorted, props).unwrap();
+        let reader = parquet::file::serialized_reader::SerializedFileReader::new(
+            fs::File::open(&file).unwrap(),
+        )
+        .unwrap();
+        let rg = reader.metadata().row_group(0);
+        let codec = |name: &str| {
+            (0..rg.num_columns())
+                .map(|i| rg.column(i))
+                .find(|c| c.column_path().string() == name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+                .compression()
+        };
+        // No span has events, links, a double or bytes attribute, or a cost.
+        for empty in [
+            "events.list.item.time_unix_nano",
+            "links.list.item.trace_id",
+            "attributes.entries.value.double",
+            "attributes.entries.value.bytes",
+            col::GEN_AI_COST,
+        ] {
+            assert_eq!(codec(empty), Compression::UNCOMPRESSED, "{empty}");
+        }
+        for full in [
+            col::TRACE_ID,
+            col::START_TIME,
+            "attributes.entries.key",
+            "attributes.entries.value.str",
+            col::GEN_AI_TEMPERATURE,
+        ] {
+            assert!(matches!(codec(full), Compression::ZSTD(_)), "{full}");
+        }
+        let back: Vec<RecordBatch> =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(
+                fs::File::open(&file).unwrap(),
+                8192,
+            )
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        let back = arrow_select::concat::concat_batches(&sorted.schema(), &back).unwrap();
+        assert_eq!(back, sorted);
     }
 }
 
