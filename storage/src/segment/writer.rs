@@ -208,53 +208,58 @@ fn unprunable_leaves(signal: Signal) -> Result<Vec<ColumnPath>> {
         .collect())
 }
 
-/// Writes the leaves of `batch` that hold no value at all in this segment (events and links
-/// nobody sent, attribute value kinds no attribute has) uncompressed. Their pages hold only
-/// definition and repetition levels, a few bytes that a zstd frame would make larger, and a
-/// reader creates no zstd contexts for them: a trace lookup decodes one page of every leaf,
-/// and creating a compressor and decompressor per leaf was a quarter of its time.
+/// Writes the leaves of `batch` that hold nothing in this segment uncompressed: leaves of lists
+/// and maps that no row has an entry in (events and links nobody sent) and top-level columns
+/// that are null in every row (GenAI fields of a segment without model calls). Their pages
+/// hold one run of levels, a few bytes that a zstd frame would make larger, and a reader creates
+/// no zstd contexts for them: a trace lookup decodes one page of every leaf, and creating a
+/// compressor and decompressor per leaf was a quarter of its time. (A null leaf inside map
+/// entries that exist, such as the `double` of string attributes, keeps zstd: its repetition
+/// levels vary per row and compress 4x.)
 fn uncompress_valueless_leaves(
     props: WriterProperties,
     batch: &RecordBatch,
 ) -> Result<WriterProperties> {
     let descr = ArrowSchemaConverter::new().convert(&batch.schema())?;
-    let mut values = Vec::with_capacity(descr.num_columns());
+    let mut empty = Vec::with_capacity(descr.num_columns());
     for c in batch.columns() {
-        leaf_values(c.as_ref(), &mut values);
+        empty_leaves(c.as_ref(), false, &mut empty);
     }
     // Parquet's leaves are the Arrow schema's leaves, depth first, in field order.
-    if values.len() != descr.num_columns() {
+    if empty.len() != descr.num_columns() {
         return Err(StorageError::InvalidInput(format!(
             "{} Arrow leaves against {} Parquet columns",
-            values.len(),
+            empty.len(),
             descr.num_columns()
         )));
     }
     let mut b = props.into_builder();
-    for (leaf, n) in descr.columns().iter().zip(values) {
-        if n == 0 {
+    for (leaf, empty) in descr.columns().iter().zip(empty) {
+        if empty {
             b = b.set_column_compression(leaf.path().clone(), Compression::UNCOMPRESSED);
         }
     }
     Ok(b.build())
 }
 
-/// Appends the number of non-null values of each leaf under `array`, depth first (values
-/// under null parents are counted too: the count is an upper bound, zero only when no row
-/// has a value there).
-fn leaf_values(array: &dyn Array, out: &mut Vec<usize>) {
+/// Appends, for each leaf under `array` depth first, whether its levels are one run with no
+/// value: no slot at all (a list or map without entries in any row), or, outside lists and
+/// maps, null in every row.
+fn empty_leaves(array: &dyn Array, repeated: bool, out: &mut Vec<bool>) {
     use arrow_array::cast::AsArray;
     use arrow_schema::DataType;
     match array.data_type() {
         DataType::Struct(_) => {
+            // A struct with nulls of its own gives its leaves varying levels.
+            let repeated = repeated || array.null_count() > 0;
             for c in array.as_struct().columns() {
-                leaf_values(c.as_ref(), out);
+                empty_leaves(c.as_ref(), repeated, out);
             }
         }
-        DataType::List(_) => leaf_values(array.as_list::<i32>().values().as_ref(), out),
-        DataType::LargeList(_) => leaf_values(array.as_list::<i64>().values().as_ref(), out),
-        DataType::Map(_, _) => leaf_values(array.as_map().entries(), out),
-        _ => out.push(array.len() - array.null_count()),
+        DataType::List(_) => empty_leaves(array.as_list::<i32>().values().as_ref(), true, out),
+        DataType::LargeList(_) => empty_leaves(array.as_list::<i64>().values().as_ref(), true, out),
+        DataType::Map(_, _) => empty_leaves(array.as_map().entries(), true, out),
+        _ => out.push(array.is_empty() || (!repeated && array.null_count() == array.len())),
     }
 }
 
@@ -710,21 +715,22 @@ mod timing {
                 .unwrap_or_else(|| panic!("no column {name}"))
                 .compression()
         };
-        // No span has events, links, a double or bytes attribute, or a cost.
+        // No span has events, links or a cost.
         for empty in [
             "events.list.item.time_unix_nano",
+            "events.list.item.attributes.entries.value.str",
             "links.list.item.trace_id",
-            "attributes.entries.value.double",
-            "attributes.entries.value.bytes",
             col::GEN_AI_COST,
         ] {
             assert_eq!(codec(empty), Compression::UNCOMPRESSED, "{empty}");
         }
+        // Null in every entry of attribute maps that have entries: varying levels, kept.
         for full in [
             col::TRACE_ID,
             col::START_TIME,
             "attributes.entries.key",
             "attributes.entries.value.str",
+            "attributes.entries.value.double",
             col::GEN_AI_TEMPERATURE,
         ] {
             assert!(matches!(codec(full), Compression::ZSTD(_)), "{full}");
