@@ -17,6 +17,7 @@
 //! Opening a segment verifies every file against the checksums in the manifest; a mismatch is
 //! reported as corruption and the store quarantines the segment.
 
+mod page_runs;
 mod rollup_file;
 pub(crate) mod scan;
 mod writer;

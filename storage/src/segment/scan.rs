@@ -12,7 +12,6 @@ use parquet::arrow::arrow_reader::{
     ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
     RowFilter, RowSelection,
 };
-use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::statistics::Statistics;
 use roaring::RoaringBitmap;
 use rustc_hash::FxHashSet;
@@ -569,14 +568,16 @@ impl Segment {
             let rows = rg.num_rows().max(0) as u64;
             let rg_range = start..start + rows;
             start += rows;
+            // Whether the row group has rows outside the range (then its pages are pruned by
+            // their own time ranges below).
+            let mut partly_in_range = false;
             if let Some((lo, hi)) = time_leaf.and_then(|l| stat_range(rg.column(l).statistics())) {
                 let (lo, hi) = (lo.saturating_mul(unit), hi.saturating_mul(unit));
-                if !req
-                    .time
-                    .overlaps_closed(crate::types::UnixNanos(lo), crate::types::UnixNanos(hi))
-                {
+                let (lo, hi) = (crate::types::UnixNanos(lo), crate::types::UnixNanos(hi));
+                if !req.time.overlaps_closed(lo, hi) {
                     continue;
                 }
+                partly_in_range = !(req.time.contains(lo) && req.time.contains(hi));
             }
             if let Some(leaf) = trace_leaf
                 && traces
@@ -629,6 +630,18 @@ impl Segment {
                 (Some(a), Some(b)) => Some(intersect_runs(&a, &b)),
                 (a, b) => a.or(b),
             };
+            // Logs are sorted by time, so a range that cuts a row group (the newest lines of a
+            // search, an unaligned end) keeps only the pages whose times it overlaps.
+            let time_runs = match time_leaf {
+                Some(leaf) if partly_in_range && req.signal == Signal::Logs => {
+                    self.time_pages(i, leaf, rows as usize, &req.time, unit)
+                }
+                _ => None,
+            };
+            let runs = match (runs, time_runs) {
+                (Some(a), Some(b)) => Some(intersect_runs(&a, &b)),
+                (a, b) => a.or(b),
+            };
             if runs.as_ref().is_some_and(Vec::is_empty) {
                 continue;
             }
@@ -675,43 +688,6 @@ impl Segment {
             self.parquet.metadata().clone(),
             ArrowReaderOptions::new().with_schema(schema),
         )?)
-    }
-
-    /// Rows of row group `rg` on pages whose `trace_id` min/max (page index, column `leaf`)
-    /// admit one of `traces`; `None` when the page index cannot tell.
-    fn trace_pages(
-        &self,
-        rg: usize,
-        leaf: usize,
-        rows: usize,
-        traces: &[TraceId],
-    ) -> Option<Vec<Range<usize>>> {
-        let pi = self.parquet.metadata().page_index()?;
-        let ColumnIndexMetaData::FIXED_LEN_BYTE_ARRAY(ci) = pi.column_index(rg, leaf)? else {
-            return None;
-        };
-        let locs = pi.offset_index(rg, leaf)?.page_locations();
-        let mut runs: Vec<Range<usize>> = Vec::new();
-        for (p, loc) in locs.iter().enumerate() {
-            let lo = usize::try_from(loc.first_row_index).ok()?;
-            let hi = match locs.get(p + 1) {
-                Some(next) => usize::try_from(next.first_row_index).ok()?,
-                None => rows,
-            };
-            let admits = match (ci.min_value(p), ci.max_value(p)) {
-                (Some(min), Some(max)) => traces
-                    .iter()
-                    .any(|t| min <= &t.as_bytes()[..] && &t.as_bytes()[..] <= max),
-                _ => !ci.is_null_page(p),
-            };
-            if admits && lo < hi {
-                match runs.last_mut() {
-                    Some(last) if last.end == lo => last.end = hi,
-                    _ => runs.push(lo..hi),
-                }
-            }
-        }
-        Some(runs)
     }
 
     /// Reads the rows of `groups` (part of what [`Segment::prepare`] kept, in order) that
