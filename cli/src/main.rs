@@ -30,7 +30,10 @@ use command::{Cli, Command};
 /// jemalloc, not the system allocator: under sustained OTLP ingest glibc's per-thread arenas kept
 /// the memory of flushed memtables (allocated on request threads, freed on the flush threads),
 /// and resident memory grew to 4-6 GiB with a 1 GiB memory budget; jemalloc returns it (peak
-/// 0.86 GiB in the same run, with less CPU per span). See docs/benchmarks.md.
+/// 0.86 GiB in the same run, with less CPU per span). It also serves the C libraries' `malloc`
+/// (the crate's `unprefixed_malloc_on_supported_platforms` feature): Parquet creates zstd
+/// contexts for every column chunk it reads, and glibc mapped and zeroed fresh pages for each.
+/// See docs/benchmarks.md.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
