@@ -281,6 +281,18 @@ def str_map(m):
     return pa.MapArray.from_arrays(m.offsets, m.keys, text)
 
 
+def zero_id(n):
+    """An all-zero id of `n` bytes, for the null ids of a non-Nullable FixedString column."""
+    return pa.scalar(b"\0" * n, pa.binary(n))
+
+
+def map_indexes(*columns):
+    """The exporter's bloom-filter indexes on the keys and values of attribute map columns."""
+    return "".join(
+        f"INDEX idx_{c}_{part} map{part.capitalize()}s({c}) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        for c in columns for part in ("key", "value"))
+
+
 def list_of(lst, values):
     """A list column with `lst`'s offsets over `values` (one per flattened item)."""
     return pa.ListArray.from_arrays(lst.offsets, values)
@@ -296,7 +308,7 @@ def full_spans(files):
         "start_time": pc.cast(t["start_time_unix_nano"], pa.int64()),
         "trace_id": t["trace_id"],
         "span_id": t["span_id"],
-        "parent_span_id": pc.fill_null(t["parent_span_id"], pa.scalar(b"\0" * 8, pa.binary(8))),
+        "parent_span_id": pc.fill_null(t["parent_span_id"], zero_id(8)),
         "trace_state": t["trace_state"],
         "flags": t["flags"],
         "span_name": t["span_name"],
@@ -348,8 +360,8 @@ def full_logs(files):
     return pa.table({
         "time": pc.cast(t["time_unix_nano"], pa.int64()),
         "observed_time": pc.cast(t["observed_time_unix_nano"], pa.int64()),
-        "trace_id": pc.fill_null(t["trace_id"], pa.scalar(b"\0" * 16, pa.binary(16))),
-        "span_id": pc.fill_null(t["span_id"], pa.scalar(b"\0" * 8, pa.binary(8))),
+        "trace_id": pc.fill_null(t["trace_id"], zero_id(16)),
+        "span_id": pc.fill_null(t["span_id"], zero_id(8)),
         "flags": t["flags"],
         "severity_text": t["severity_text"],
         "severity_number": t["severity_number"],
@@ -385,10 +397,7 @@ def chdb_full_load(sess, spans_files, logs_files, workdir):
         "links_trace_state Array(String) CODEC(ZSTD(3)), "
         f"links_attributes Array({MAP.split(' CODEC')[0]}) CODEC(ZSTD(3)), {genai}"
         "INDEX idx_trace_id trace_id TYPE bloom_filter(0.001) GRANULARITY 1, "
-        "INDEX idx_res_attr_key mapKeys(resource_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
-        "INDEX idx_res_attr_value mapValues(resource_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
-        "INDEX idx_span_attr_key mapKeys(span_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
-        "INDEX idx_span_attr_value mapValues(span_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        f"{map_indexes('resource_attributes', 'span_attributes')}"
         "INDEX idx_duration duration TYPE minmax GRANULARITY 1) "
         "ENGINE = MergeTree PARTITION BY intDiv(start_time, 86400000000000) "
         "ORDER BY (service_name, span_name, start_time)")
@@ -401,10 +410,7 @@ def chdb_full_load(sess, spans_files, logs_files, workdir):
         f"resource_attributes {MAP}, scope_name LowCardinality(String), "
         f"event_name LowCardinality(String), log_attributes {MAP}, "
         "INDEX idx_trace_id trace_id TYPE bloom_filter(0.001) GRANULARITY 1, "
-        "INDEX idx_res_attr_key mapKeys(resource_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
-        "INDEX idx_res_attr_value mapValues(resource_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
-        "INDEX idx_log_attr_key mapKeys(log_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
-        "INDEX idx_log_attr_value mapValues(log_attributes) TYPE bloom_filter(0.01) GRANULARITY 1, "
+        f"{map_indexes('resource_attributes', 'log_attributes')}"
         "INDEX idx_body body TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 8) "
         "ENGINE = MergeTree PARTITION BY intDiv(time, 86400000000000) "
         "ORDER BY (service_name, time)")
