@@ -17,6 +17,7 @@
 //! Opening a segment verifies every file against the checksums in the manifest; a mismatch is
 //! reported as corruption and the store quarantines the segment.
 
+mod page_reader;
 mod page_runs;
 mod rollup_file;
 pub(crate) mod scan;
@@ -102,6 +103,9 @@ pub struct Segment {
     dir: PathBuf,
     root: PathBuf,
     parquet: ArrowReaderMetadata,
+    /// Leaf (Parquet column) indexes of the time column and of `trace_id` (spans and logs).
+    time_leaf: Option<usize>,
+    trace_leaf: Option<usize>,
     postings: Postings,
     text: Option<TextIndex>,
     /// Bloom filter of `trace_id` per row group (spans and logs).
@@ -193,13 +197,18 @@ impl Segment {
         } else {
             None
         };
-        let mut blooms = Vec::new();
-        if meta.signal != Signal::Samples {
-            let col_idx = parquet
+        let leaf = |name: &str| {
+            parquet
                 .parquet_schema()
                 .columns()
                 .iter()
-                .position(|c| c.path().string() == col::TRACE_ID)
+                .position(|c| c.path().string() == name)
+        };
+        let time_leaf = leaf(schema::time_column(meta.signal));
+        let trace_leaf = leaf(col::TRACE_ID);
+        let mut blooms = Vec::new();
+        if meta.signal != Signal::Samples {
+            let col_idx = trace_leaf
                 .ok_or_else(|| StorageError::corruption(&data_path, "no trace_id column"))?;
             let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
                 file.try_clone().at(&data_path)?,
@@ -272,6 +281,8 @@ impl Segment {
             dir,
             root: root.to_owned(),
             parquet,
+            time_leaf,
+            trace_leaf,
             postings,
             text,
             blooms,

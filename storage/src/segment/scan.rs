@@ -8,16 +8,14 @@ use std::sync::Arc;
 use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Schema};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{
-    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
-    RowFilter, RowSelection,
-};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::file::statistics::Statistics;
 use roaring::RoaringBitmap;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::Segment;
+use super::page_reader::{self, SegmentFile};
 use crate::error::{IoContext, Result, StorageError};
 use crate::postings::Lookup;
 use crate::predicate::{self, MatchOp, Predicate, ScanRequest};
@@ -314,6 +312,26 @@ fn trace_mask(batch: &RecordBatch, t: &TraceId) -> Result<BooleanArray> {
     Ok(trace_eq(ids, t))
 }
 
+/// Rows per decoded batch.
+const BATCH_ROWS: usize = 8192;
+
+/// Rows of `batch` (its first column the trace ids) whose id is every one of `traces`.
+fn trace_mask_all(batch: &RecordBatch, traces: &[TraceId]) -> Result<BooleanArray> {
+    let ids = batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<FixedSizeBinaryArray>()
+        .ok_or_else(|| StorageError::InvalidInput("trace_id is not fixed-size binary".into()))?;
+    let Some((first, rest)) = traces.split_first() else {
+        return Ok(BooleanArray::from(vec![true; ids.len()]));
+    };
+    let mut mask = trace_eq(ids, first);
+    for t in rest {
+        mask = predicate::and_masks(&mask, &trace_eq(ids, t))?;
+    }
+    Ok(mask)
+}
+
 fn trace_eq(ids: &FixedSizeBinaryArray, t: &TraceId) -> BooleanArray {
     (0..ids.len())
         .map(|i| Some(!ids.is_null(i) && ids.value(i) == t.as_bytes()))
@@ -527,21 +545,11 @@ impl Segment {
         }
         // 2. Row groups: time statistics, bloom filter, candidate rows.
         let md = self.parquet.metadata();
-        let time_col = schema::time_column(req.signal);
+        debug_assert_eq!(req.signal, self.meta.signal, "a scan reads segments of its signal");
         let unit = schema::time_unit_nanos(req.signal);
-        let time_leaf = self
-            .parquet
-            .parquet_schema()
-            .columns()
-            .iter()
-            .position(|c| c.path().string() == time_col);
+        let time_leaf = self.time_leaf;
         let traces = c.trace_ids();
-        let trace_leaf = self
-            .parquet
-            .parquet_schema()
-            .columns()
-            .iter()
-            .position(|c| c.path().string() == col::TRACE_ID);
+        let trace_leaf = self.trace_leaf;
         // Equality matchers on keys this segment indexes by block blooms.
         let bloom_pairs: Vec<(&str, &str)> = match &self.attr_blooms {
             Some(_) => req
@@ -707,6 +715,7 @@ impl Segment {
         let traces = c.trace_ids();
         let path = self.data_path();
         let file = std::fs::File::open(&path).at(&path)?;
+        let file = Arc::new(SegmentFile::new(file).at(&path)?);
         let pschema = self.parquet.parquet_schema();
         let metadata = if c.dictionary.is_empty() {
             self.parquet.clone()
@@ -721,16 +730,8 @@ impl Segment {
         let time_col = schema::time_column(req.signal);
         let time_index = schema::of(req.signal).index_of(time_col).ok();
         let skip_time = times_inside && !c.output.iter().any(|o| o == time_col);
-        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata)
-            .with_row_groups(groups.iter().map(|g| g.index).collect())
-            .with_projection(ProjectionMask::roots(
-                pschema,
-                c.read_columns
-                    .iter()
-                    .copied()
-                    .filter(|&i| !(skip_time && Some(i) == time_index)),
-            ))
-            .with_batch_size(8192);
+        let row_groups: Vec<usize> = groups.iter().map(|g| g.index).collect();
+        let mut selection = None;
         if groups.iter().any(|g| g.runs.is_some()) {
             let mut ranges = Vec::new();
             let mut base = 0usize;
@@ -743,34 +744,53 @@ impl Segment {
                 }
                 base += g.rows;
             }
-            builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(
+            selection = Some(RowSelection::from_consecutive_ranges(
                 ranges.into_iter(),
                 base,
             ));
         }
+        // A trace lookup reads the ids of the selected rows first and then the other columns
+        // of the matching rows only.
         if !traces.is_empty()
             && let Ok(idx) = schema::of(req.signal).index_of(col::TRACE_ID)
         {
-            let mask = ProjectionMask::roots(pschema, [idx]);
-            let pred = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-                let ids = batch
-                    .column(0)
-                    .as_any()
-                    .downcast_ref::<FixedSizeBinaryArray>()
-                    .ok_or_else(|| {
-                        arrow_schema::ArrowError::InvalidArgumentError(
-                            "trace_id is not fixed-size binary".into(),
-                        )
-                    })?;
-                let mut mask = trace_eq(ids, &traces[0]);
-                for t in &traces[1..] {
-                    mask = predicate::and_masks(&mask, &trace_eq(ids, t))?;
-                }
-                Ok(mask)
+            let ids = page_reader::read_row_groups(
+                &file,
+                &metadata,
+                row_groups.clone(),
+                ProjectionMask::roots(pschema, [idx]),
+                selection.clone(),
+                BATCH_ROWS,
+            )?;
+            let mut masks = Vec::new();
+            for batch in ids {
+                req.deadline.check()?;
+                let batch = batch.map_err(|e| StorageError::corruption(&path, e.to_string()))?;
+                masks.push(trace_mask_all(&batch, &traces)?);
+            }
+            if masks.iter().all(|m| m.true_count() == 0) {
+                return Ok(Vec::new());
+            }
+            let matching = RowSelection::from_filters(&masks);
+            selection = Some(match selection {
+                Some(s) => s.and_then(&matching),
+                None => matching,
             });
-            builder = builder.with_row_filter(RowFilter::new(vec![Box::new(pred)]));
         }
-        let reader = builder.build()?;
+        let reader = page_reader::read_row_groups(
+            &file,
+            &metadata,
+            row_groups,
+            ProjectionMask::roots(
+                pschema,
+                c.read_columns
+                    .iter()
+                    .copied()
+                    .filter(|&i| !(skip_time && Some(i) == time_index)),
+            ),
+            selection,
+            BATCH_ROWS,
+        )?;
         let mut out = Vec::new();
         for batch in reader {
             req.deadline.check()?;
