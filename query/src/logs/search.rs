@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use arrow_array::{Array, FixedSizeBinaryArray, Int32Array, RecordBatch, TimestampNanosecondArray};
+use sightline_storage::columnar::LogRows;
 use sightline_storage::schema::col;
 use sightline_storage::{
     Deadline, LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, SpanId, Store,
@@ -173,11 +174,12 @@ pub(crate) fn sort_hits(hits: &mut [(i64, usize, usize)], direction: Direction) 
     }
 }
 
-/// Decodes one row of a scanned batch.
-pub(crate) fn decode_row(batch: &RecordBatch, row: usize) -> Result<LogRecord> {
-    sightline_storage::columnar::logs_from_batch(&batch.slice(row, 1))?
-        .pop()
-        .ok_or_else(|| QueryError::Execution("empty decode".into()))
+/// Row decoders of scanned log batches, one per batch.
+pub(crate) fn row_decoders(batches: &[RecordBatch]) -> Result<Vec<LogRows<'_>>> {
+    Ok(batches
+        .iter()
+        .map(LogRows::new)
+        .collect::<std::result::Result<_, _>>()?)
 }
 
 /// Most lines the second pass of one search page decodes (the page, the lines a cursor skips,
@@ -325,9 +327,10 @@ pub fn search_after(
         )));
     }
     let mut lines = Vec::with_capacity(hits.len());
+    let decoders = row_decoders(&second.batches)?;
     for &(_, bi, row) in &hits {
         filter.deadline.check()?;
-        let rec = decode_row(&second.batches[bi], row)?;
+        let rec = decoders[bi].row(row)?;
         let key = serde_json::to_vec(&rec).unwrap_or_default();
         lines.push((rec.time.0, key, rec));
     }
@@ -437,9 +440,13 @@ pub fn histogram(store: &Store, tenant: &TenantId, req: &HistogramRequest) -> Re
     }
     let scan = store.scan(&scan_req)?;
     let mut groups: BTreeMap<Option<String>, Vec<u64>> = BTreeMap::new();
-    for (bi, b) in scan.batches.iter().enumerate() {
+    for b in &scan.batches {
         req.filter.deadline.check()?;
         let cols = Residual::of(b)?;
+        let decoder = match req.group {
+            HistogramGroup::Label(_) => Some(LogRows::new(b)?),
+            _ => None,
+        };
         let sev_text = b
             .column_by_name(col::SEVERITY_TEXT)
             .and_then(|c| c.as_any().downcast_ref::<arrow_array::StringArray>());
@@ -462,7 +469,10 @@ pub fn histogram(store: &Store, tenant: &TenantId, req: &HistogramRequest) -> Re
                     .unwrap_or_else(|| "unknown".into()),
                 ),
                 HistogramGroup::Label(key) => {
-                    let rec = decode_row(&scan.batches[bi], row)?;
+                    let rec = decoder
+                        .as_ref()
+                        .ok_or_else(|| QueryError::Execution("no row decoder".into()))?
+                        .row(row)?;
                     Some(attribute_value(&rec, key).unwrap_or_default())
                 }
             };

@@ -334,24 +334,58 @@ pub fn spans_from_batch(batch: &RecordBatch) -> Result<Vec<SpanRecord>> {
 
 /// Decodes a log batch (full schema) back into rows.
 pub fn logs_from_batch(batch: &RecordBatch) -> Result<Vec<LogRecord>> {
-    let time = column::<TimestampNanosecondArray>(batch, col::TIME)?;
-    let observed = column::<TimestampNanosecondArray>(batch, col::OBSERVED_TIME)?;
-    let sev = column::<Int32Array>(batch, col::SEVERITY_NUMBER)?;
-    let sev_text = column::<StringArray>(batch, col::SEVERITY_TEXT)?;
-    let body = column::<StringArray>(batch, col::BODY)?;
-    let body_kind = column::<UInt8Array>(batch, col::BODY_KIND)?;
-    let trace = column::<FixedSizeBinaryArray>(batch, col::TRACE_ID)?;
-    let span = column::<FixedSizeBinaryArray>(batch, col::SPAN_ID)?;
-    let flags = column::<UInt32Array>(batch, col::FLAGS)?;
-    let service = column::<StringArray>(batch, col::SERVICE_NAME)?;
-    let scope = column::<StringArray>(batch, col::SCOPE_NAME)?;
-    let event = column::<StringArray>(batch, col::EVENT_NAME)?;
-    let res_attrs = AttrReader::new(column::<MapArray>(batch, col::RESOURCE_ATTRIBUTES)?)?;
-    let attrs = AttrReader::new(column::<MapArray>(batch, col::ATTRIBUTES)?)?;
-    let mut out = Vec::with_capacity(batch.num_rows());
-    for i in 0..batch.num_rows() {
-        let text = body.value(i);
-        let body_value = match AttrKind::from_code(body_kind.value(i)) {
+    let rows = LogRows::new(batch)?;
+    (0..batch.num_rows()).map(|i| rows.row(i)).collect()
+}
+
+/// The columns of a log batch (full schema), to decode chosen rows of it one at a time.
+pub struct LogRows<'a> {
+    time: &'a TimestampNanosecondArray,
+    observed: &'a TimestampNanosecondArray,
+    sev: &'a Int32Array,
+    sev_text: &'a StringArray,
+    body: &'a StringArray,
+    body_kind: &'a UInt8Array,
+    trace: &'a FixedSizeBinaryArray,
+    span: &'a FixedSizeBinaryArray,
+    flags: &'a UInt32Array,
+    service: &'a StringArray,
+    scope: &'a StringArray,
+    event: &'a StringArray,
+    res_attrs: AttrReader<'a>,
+    attrs: AttrReader<'a>,
+    rows: usize,
+}
+
+impl<'a> LogRows<'a> {
+    /// The columns of `batch`; an error when one is missing or of another type.
+    pub fn new(batch: &'a RecordBatch) -> Result<Self> {
+        Ok(Self {
+            time: column::<TimestampNanosecondArray>(batch, col::TIME)?,
+            observed: column::<TimestampNanosecondArray>(batch, col::OBSERVED_TIME)?,
+            sev: column::<Int32Array>(batch, col::SEVERITY_NUMBER)?,
+            sev_text: column::<StringArray>(batch, col::SEVERITY_TEXT)?,
+            body: column::<StringArray>(batch, col::BODY)?,
+            body_kind: column::<UInt8Array>(batch, col::BODY_KIND)?,
+            trace: column::<FixedSizeBinaryArray>(batch, col::TRACE_ID)?,
+            span: column::<FixedSizeBinaryArray>(batch, col::SPAN_ID)?,
+            flags: column::<UInt32Array>(batch, col::FLAGS)?,
+            service: column::<StringArray>(batch, col::SERVICE_NAME)?,
+            scope: column::<StringArray>(batch, col::SCOPE_NAME)?,
+            event: column::<StringArray>(batch, col::EVENT_NAME)?,
+            res_attrs: AttrReader::new(column::<MapArray>(batch, col::RESOURCE_ATTRIBUTES)?)?,
+            attrs: AttrReader::new(column::<MapArray>(batch, col::ATTRIBUTES)?)?,
+            rows: batch.num_rows(),
+        })
+    }
+
+    /// Row `i` of the batch; an error when there is no such row.
+    pub fn row(&self, i: usize) -> Result<LogRecord> {
+        if i >= self.rows {
+            return Err(bad(format!("row {i} of a batch of {}", self.rows)));
+        }
+        let text = self.body.value(i);
+        let body = match AttrKind::from_code(self.body_kind.value(i)) {
             Some(AttrKind::Str) => AttrValue::Str(text.to_owned()),
             Some(AttrKind::Empty) => AttrValue::Empty,
             Some(AttrKind::Bool) => AttrValue::Bool(text == "true"),
@@ -370,31 +404,30 @@ pub fn logs_from_batch(batch: &RecordBatch) -> Result<Vec<LogRecord>> {
             ),
             None => return Err(bad("unknown body kind")),
         };
-        out.push(LogRecord {
-            time: UnixNanos(time.value(i)),
-            observed_time: UnixNanos(observed.value(i)),
-            severity_number: sev.value(i),
-            severity_text: sev_text.value(i).to_owned(),
-            body: body_value,
-            trace_id: if trace.is_null(i) {
+        Ok(LogRecord {
+            time: UnixNanos(self.time.value(i)),
+            observed_time: UnixNanos(self.observed.value(i)),
+            severity_number: self.sev.value(i),
+            severity_text: self.sev_text.value(i).to_owned(),
+            body,
+            trace_id: if self.trace.is_null(i) {
                 None
             } else {
-                Some(trace_id_at(trace, i)?)
+                Some(trace_id_at(self.trace, i)?)
             },
-            span_id: if span.is_null(i) {
+            span_id: if self.span.is_null(i) {
                 None
             } else {
-                Some(span_id_at(span, i)?)
+                Some(span_id_at(self.span, i)?)
             },
-            flags: flags.value(i),
-            service_name: service.value(i).to_owned(),
-            scope_name: scope.value(i).to_owned(),
-            event_name: event.value(i).to_owned(),
-            resource_attributes: res_attrs.row(i)?,
-            attributes: attrs.row(i)?,
-        });
+            flags: self.flags.value(i),
+            service_name: self.service.value(i).to_owned(),
+            scope_name: self.scope.value(i).to_owned(),
+            event_name: self.event.value(i).to_owned(),
+            resource_attributes: self.res_attrs.row(i)?,
+            attributes: self.attrs.row(i)?,
+        })
     }
-    Ok(out)
 }
 
 /// Decodes a series catalog batch.

@@ -545,7 +545,10 @@ impl Segment {
         }
         // 2. Row groups: time statistics, bloom filter, candidate rows.
         let md = self.parquet.metadata();
-        debug_assert_eq!(req.signal, self.meta.signal, "a scan reads segments of its signal");
+        debug_assert_eq!(
+            req.signal, self.meta.signal,
+            "a scan reads segments of its signal"
+        );
         let unit = schema::time_unit_nanos(req.signal);
         let time_leaf = self.time_leaf;
         let traces = c.trace_ids();

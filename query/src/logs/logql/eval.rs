@@ -22,7 +22,7 @@ use sightline_storage::{
 use super::{AggOp, BinOp, Expr, Grouping, LineOp, LogExpr, MetricExpr, NumOp, RangeFunc, Stage};
 use crate::error::{QueryError, Result};
 use crate::logs::labels::{Labels, LineLabels, line_labels};
-use crate::logs::search::{Direction, decode_row, sort_hits};
+use crate::logs::search::{Direction, row_decoders, sort_hits};
 use crate::logs::{MAX_BUCKETS, MAX_LIMIT};
 
 /// Most series one metric query may produce.
@@ -275,6 +275,7 @@ fn log_query(
     sort_hits(&mut hits, p.direction);
     let mut streams: BTreeMap<Labels, Vec<(i64, String)>> = BTreeMap::new();
     let mut taken = 0;
+    let decoders = row_decoders(&scan.batches)?;
     for (n, (t, bi, row)) in hits.into_iter().enumerate() {
         if taken >= limit {
             break;
@@ -282,7 +283,7 @@ fn log_query(
         if n % 1024 == 0 {
             deadline.check()?;
         }
-        let rec = decode_row(&scan.batches[bi], row)?;
+        let rec = decoders[bi].row(row)?;
         let ll = line_labels(&rec);
         if !selector_matches(&log.selector, &ll.stream) {
             continue;
