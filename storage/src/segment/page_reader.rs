@@ -30,10 +30,9 @@ use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 
-/// Largest inflated page accepted: a page declaring more is taken for corruption before any
-/// memory is reserved for it. Pages hold at most one request's worth of values (requests are
-/// limited to far less), so no segment this store writes comes near it.
-pub(crate) const MAX_PAGE_BYTES: usize = 512 << 20;
+/// Largest inflated page accepted: the most a Parquet page header can declare (its sizes are
+/// `i32`). A frame declaring more is taken for corruption before any memory is reserved for it.
+pub(crate) const MAX_PAGE_BYTES: usize = i32::MAX as usize;
 
 thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
