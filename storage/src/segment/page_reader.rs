@@ -256,65 +256,27 @@ impl PageReader for InflatingPages {
 }
 
 /// `page` with its zstd-compressed part inflated.
-fn inflate(page: Page) -> ParquetResult<Page> {
-    Ok(match page {
-        Page::DataPage {
-            buf,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        } => Page::DataPage {
-            buf: inflate_bytes(&buf, 0)?,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        },
-        Page::DictionaryPage {
-            buf,
-            num_values,
-            encoding,
-            is_sorted,
-        } => Page::DictionaryPage {
-            buf: inflate_bytes(&buf, 0)?,
-            num_values,
-            encoding,
-            is_sorted,
-        },
+fn inflate(mut page: Page) -> ParquetResult<Page> {
+    match &mut page {
+        Page::DataPage { buf, .. } | Page::DictionaryPage { buf, .. } => {
+            *buf = inflate_bytes(buf, 0)?;
+        }
+        // Levels are stored uncompressed ahead of the values.
         Page::DataPageV2 {
             buf,
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
             def_levels_byte_len,
             rep_levels_byte_len,
             is_compressed,
-            statistics,
+            ..
         } => {
-            // Levels are stored uncompressed ahead of the values.
-            let levels = def_levels_byte_len as usize + rep_levels_byte_len as usize;
-            let buf = if is_compressed {
-                inflate_bytes(&buf, levels)?
-            } else {
-                buf
-            };
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                num_nulls,
-                num_rows,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                is_compressed: false,
-                statistics,
+            if *is_compressed {
+                let levels = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
+                *buf = inflate_bytes(buf, levels)?;
+                *is_compressed = false;
             }
         }
-    })
+    }
+    Ok(page)
 }
 
 /// `buf` with the zstd frame after its first `keep` bytes inflated (the first `keep` bytes
