@@ -249,6 +249,9 @@ impl Ingest {
         let raw: &[u8] = inflated.as_deref().unwrap_or(&body.bytes);
         let scan = otlp::scan_body(signal, body.encoding, raw, &self.limits)?;
         *items = Some(scan.items);
+        // While the store's memtables are at their budget, refuse before decoding: the
+        // encoded size stands in for the rows' (the append checks exactly).
+        self.store.check_memory(raw.len())?;
         reserved.grow(scan.decoded_bytes)?;
         let req = otlp::decode(signal, raw, body.encoding)?;
         drop(inflated);

@@ -18,8 +18,8 @@ use arrow_array::{
 };
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 
+pub(crate) use decode::column as decode_column;
 pub use decode::{AttrReader, LogRows};
-pub(crate) use decode::{column as decode_column, sample_columns};
 pub use decode::{json_to_attr, logs_from_batch, series_from_batch, spans_from_batch};
 pub(crate) use take::take_batch;
 

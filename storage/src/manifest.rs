@@ -69,6 +69,30 @@ pub struct SegmentMeta {
 }
 
 impl SegmentMeta {
+    /// The meta of a segment about to be written: what the writer fills in (time bounds, rows,
+    /// decoded bytes, file checksums) left empty.
+    pub fn to_write(
+        id: SegmentId,
+        tenant: TenantId,
+        signal: Signal,
+        partition: (UnixNanos, i64),
+        level: u32,
+    ) -> Self {
+        Self {
+            id,
+            tenant,
+            signal,
+            partition_start: partition.0,
+            partition_nanos: partition.1,
+            min_time: UnixNanos(0),
+            max_time: UnixNanos(0),
+            rows: 0,
+            level,
+            decoded_bytes: 0,
+            files: Vec::new(),
+        }
+    }
+
     /// The segment's directory relative to the data directory.
     pub fn relative_dir(&self) -> PathBuf {
         PathBuf::from("data")

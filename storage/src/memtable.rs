@@ -195,13 +195,32 @@ impl MemoryBudget {
         }
     }
 
+    /// Whether `bytes` more would fit now (the condition [`MemoryBudget::reserve`] applies),
+    /// without reserving them. A batch larger than the whole budget fits an empty store only,
+    /// otherwise it could never be written.
+    fn fits(&self, cur: usize, bytes: usize) -> bool {
+        cur == 0 || cur.saturating_add(bytes) <= self.limit
+    }
+
+    /// Refuses with a retry hint, as [`MemoryBudget::reserve`] would, when `bytes` more would
+    /// not fit now; reserves nothing. Lets a caller refuse a request before paying for its
+    /// decoding.
+    pub fn check(&self, bytes: usize, retry_after: Duration) -> Result<()> {
+        if self.fits(self.used.load(Ordering::Relaxed), bytes) {
+            Ok(())
+        } else {
+            Err(StorageError::OverBudget {
+                budget_bytes: self.limit,
+                retry_after,
+            })
+        }
+    }
+
     /// Reserves `bytes`, or refuses with a retry hint when the budget would be exceeded.
     pub fn reserve(&self, bytes: usize, retry_after: Duration) -> Result<()> {
         let mut cur = self.used.load(Ordering::Relaxed);
         loop {
-            // A single batch larger than the whole budget is admitted into an empty store,
-            // otherwise it could never be written.
-            if cur > 0 && cur.saturating_add(bytes) > self.limit {
+            if !self.fits(cur, bytes) {
                 return Err(StorageError::OverBudget {
                     budget_bytes: self.limit,
                     retry_after,
@@ -260,7 +279,13 @@ mod tests {
         b.release(150);
         b.reserve(60, Duration::from_secs(1)).expect("fits");
         b.reserve(40, Duration::from_secs(1)).expect("fits exactly");
+        assert!(b.check(1, Duration::from_secs(1)).is_err());
         assert!(b.reserve(1, Duration::from_secs(1)).is_err());
         assert_eq!(b.used(), 100);
+        b.release(30);
+        b.check(30, Duration::from_secs(1))
+            .expect("fits after a release");
+        assert!(b.check(31, Duration::from_secs(1)).is_err());
+        assert_eq!(b.used(), 70, "a check reserves nothing");
     }
 }

@@ -41,7 +41,7 @@ use parquet::file::metadata::PageIndexPolicy;
 
 pub use scan::ScanStats;
 pub use writer::SegmentWriteOptions;
-pub(crate) use writer::{sort_samples, write_segment};
+pub(crate) use writer::{segment_order, sort_key_columns, sort_samples, write_segment};
 
 use crate::attr_bloom::{ATTR_BLOOMS_FILE, AttrBlooms};
 use crate::error::{IoContext, Result, StorageError};

@@ -224,6 +224,25 @@ impl Store {
         self.inner.append(tenant, Signal::Spans, batch, Vec::new())
     }
 
+    /// Refuses with [`StorageError::OverBudget`] (and its retry hint) when an append of about
+    /// `bytes` of rows would not fit in the memory budget now; reserves nothing. Ingest asks
+    /// before decoding a request, so that while flushes catch up a refusal costs next to
+    /// nothing and leaves the CPU to them; the append itself checks again exactly.
+    pub fn check_memory(&self, bytes: usize) -> Result<()> {
+        let checked = self
+            .inner
+            .budget
+            .check(bytes, self.inner.config.retry_after);
+        if checked.is_err() {
+            self.inner
+                .counters
+                .rejected_over_budget
+                .fetch_add(1, Ordering::Relaxed);
+            self.inner.notify();
+        }
+        checked
+    }
+
     /// Appends log records; returns once durable.
     pub fn append_logs(&self, tenant: &TenantId, logs: &[LogRecord]) -> Result<()> {
         if logs.is_empty() {
@@ -539,7 +558,6 @@ impl Inner {
             )));
         }
         let bytes = columnar::batch_bytes(&batch) + series.len() * 128;
-        let rows_ipc = wal::entry::ipc_bytes(&batch)?;
         if let Err(e) = self.budget.reserve(bytes, self.config.retry_after) {
             self.counters
                 .rejected_over_budget
@@ -547,6 +565,13 @@ impl Inner {
             self.notify();
             return Err(e);
         }
+        let rows_ipc = match wal::entry::ipc_bytes(&batch) {
+            Ok(b) => b,
+            Err(e) => {
+                self.budget.release(bytes);
+                return Err(e);
+            }
+        };
         let lsn = {
             let mut state = self.state.lock();
             match self.append_locked(

@@ -356,9 +356,10 @@ fn a_request_over_the_memory_budget_counts_its_items() {
         },
     )
     .unwrap();
+    let store = std::sync::Arc::new(store);
     let telemetry = std::sync::Arc::new(Telemetry::new());
     let ingest = std::sync::Arc::new(Ingest::new(
-        std::sync::Arc::new(store),
+        store.clone(),
         sightline_server::Limits::default(),
         sightline_server::auth::Auth::default(),
         telemetry.clone(),
@@ -393,6 +394,10 @@ fn a_request_over_the_memory_budget_counts_its_items() {
     assert_eq!(e.reason(), "over_budget", "{e}");
     let e = send_as(seq + 2, 2_000, true).unwrap_err();
     assert_eq!(e.reason(), "over_budget", "{e}");
+    // Refused by the store's budget every time, before decoding: nothing more was appended.
+    let stats = store.stats();
+    assert_eq!(stats.rejected_over_budget, 3);
+    assert_eq!(stats.rows_appended, seq * 2_000);
     let m = telemetry.render(None);
     assert!(
         m.contains(

@@ -5,8 +5,8 @@
 
 use arrow_array::{
     Array, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float64Array, Int32Array, Int64Array,
-    ListArray, MapArray, RecordBatch, StringArray, StructArray, TimestampMillisecondArray,
-    TimestampNanosecondArray, UInt8Array, UInt32Array, UInt64Array,
+    ListArray, MapArray, RecordBatch, StringArray, StructArray, TimestampNanosecondArray,
+    UInt8Array, UInt32Array, UInt64Array,
 };
 
 use crate::error::{Result, StorageError};
@@ -467,17 +467,6 @@ pub fn series_from_batch(batch: &RecordBatch) -> Result<Vec<SeriesDef>> {
         out.push(def);
     }
     Ok(out)
-}
-
-/// Timestamps (ms) of a sample batch.
-pub(crate) fn sample_columns(
-    batch: &RecordBatch,
-) -> Result<(&UInt64Array, &TimestampMillisecondArray, &Float64Array)> {
-    Ok((
-        column(batch, col::SERIES_ID)?,
-        column(batch, col::TIMESTAMP)?,
-        column(batch, col::VALUE)?,
-    ))
 }
 
 #[cfg(test)]

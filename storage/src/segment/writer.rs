@@ -6,7 +6,10 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, MapArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{
+    Array, ArrayRef, MapArray, RecordBatch, StringArray, TimestampMillisecondArray, UInt32Array,
+    UInt64Array,
+};
 use arrow_ord::sort::{LexicographicalComparator, SortColumn, lexsort_to_indices};
 use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel};
@@ -54,15 +57,19 @@ impl Default for SegmentWriteOptions {
     }
 }
 
-fn sort_columns(signal: Signal, batch: &RecordBatch) -> Result<Vec<SortColumn>> {
-    let names: &[&str] = match signal {
+/// The columns that order a segment's rows, most significant first.
+pub(crate) fn sort_key_columns(signal: Signal) -> &'static [&'static str] {
+    match signal {
         // By trace: a trace's spans are contiguous, so a lookup by id touches one row group and
         // one page per column (row-group min/max statistics on trace_id find it).
         Signal::Spans => &[col::TRACE_ID, col::START_TIME],
         Signal::Logs => &[col::TIME],
         Signal::Samples => &[col::SERIES_ID, col::TIMESTAMP],
-    };
-    let mut cols: Vec<SortColumn> = names
+    }
+}
+
+fn sort_columns(signal: Signal, batch: &RecordBatch) -> Result<Vec<SortColumn>> {
+    let mut cols: Vec<SortColumn> = sort_key_columns(signal)
         .iter()
         .map(|n| {
             batch
@@ -94,9 +101,16 @@ pub(crate) fn sort_samples(batch: &RecordBatch) -> Result<RecordBatch> {
 /// Sorts rows into segment order; for samples, drops all but the last of rows sharing
 /// (series, timestamp).
 pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<RecordBatch> {
-    let indices = lexsort_to_indices(&sort_columns(signal, batch)?, None)?;
-    let indices = if signal == Signal::Samples {
-        let (series, ts, _) = columnar::sample_columns(batch)?;
+    columnar::take_batch(batch, &segment_order(signal, batch)?)
+}
+
+/// The rows of `keys` in segment order, as indices; for samples, only the last of rows
+/// sharing (series, timestamp). `keys` needs only the [`sort_key_columns`].
+pub(crate) fn segment_order(signal: Signal, keys: &RecordBatch) -> Result<UInt32Array> {
+    let indices = lexsort_to_indices(&sort_columns(signal, keys)?, None)?;
+    Ok(if signal == Signal::Samples {
+        let series: &UInt64Array = columnar::decode_column(keys, col::SERIES_ID)?;
+        let ts: &TimestampMillisecondArray = columnar::decode_column(keys, col::TIMESTAMP)?;
         let idx = indices.values();
         let keep: Vec<u32> = (0..idx.len())
             .filter(|&i| {
@@ -114,8 +128,7 @@ pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<Re
         UInt32Array::from(keep)
     } else {
         indices
-    };
-    columnar::take_batch(batch, &indices)
+    })
 }
 
 /// Whether `batch` is in segment order: no row sorts before the row above it (samples: and
@@ -421,38 +434,23 @@ fn checksum_tree(base: &Path, dir: &Path, out: &mut Vec<FileChecksum>) -> Result
     Ok(())
 }
 
-/// Writes `batch` (any order) as segment `meta.id` under `root`, returning its completed meta.
-/// Nothing is visible until the caller commits the meta to the manifest.
-pub(crate) fn write_segment(
-    root: &Path,
-    mut meta: SegmentMeta,
-    batch: RecordBatch,
+/// Writes a segment's rows (Parquet), postings and blooms, and for spans its rollups, into
+/// `dir`; everything but the text index and the meta.
+fn write_data_and_indexes(
+    dir: &Path,
+    signal: Signal,
+    sorted: &RecordBatch,
     catalog: &HashMap<SeriesId, Arc<SeriesDef>>,
     opts: &SegmentWriteOptions,
-) -> Result<SegmentMeta> {
-    let signal = meta.signal;
-    let sorted = sort_for_segment(signal, &batch)?;
-    // The unsorted copy goes before the files are encoded: a flush or merge holds one copy.
-    drop(batch);
-    debug_assert!(
-        is_sorted_for_segment(signal, &sorted)?,
-        "rows entering a {signal:?} segment are in segment order"
-    );
-    let dir = root.join(meta.relative_dir());
-    if dir.exists() {
-        // Left over from a crash before the manifest named it.
-        fs::remove_dir_all(&dir).at(&dir)?;
-    }
-    fsutil::create_private_dir_all(&dir)?;
-
+) -> Result<()> {
     let props =
-        uncompress_valueless_leaves(writer_properties(signal, sorted.num_rows(), opts)?, &sorted)?;
-    write_parquet(&dir.join(DATA_FILE), &sorted, props)?;
+        uncompress_valueless_leaves(writer_properties(signal, sorted.num_rows(), opts)?, sorted)?;
+    write_parquet(&dir.join(DATA_FILE), sorted, props)?;
 
     let postings = match signal {
-        Signal::Spans | Signal::Logs => span_log_postings(signal, &sorted)?,
+        Signal::Spans | Signal::Logs => span_log_postings(signal, sorted)?,
         Signal::Samples => {
-            let (p, present) = sample_postings(&sorted, catalog)?;
+            let (p, present) = sample_postings(sorted, catalog)?;
             let defs: Vec<&SeriesDef> = present.iter().map(|d| d.as_ref()).collect();
             let series_batch = columnar::series_to_batch(&defs)?;
             let props = WriterProperties::builder()
@@ -478,7 +476,7 @@ pub(crate) fn write_segment(
     fsutil::write_private_file(&dir.join(POSTINGS_FILE), &postings.encode())?;
 
     if signal == Signal::Spans
-        && let Some(rollup) = crate::rollup::build(&sorted)?
+        && let Some(rollup) = crate::rollup::build(sorted)?
     {
         let zstd = Compression::ZSTD(ZstdLevel::try_new(opts.zstd_level)?);
         let props = || WriterProperties::builder().set_compression(zstd).build();
@@ -504,14 +502,63 @@ pub(crate) fn write_segment(
             write_parquet(&dir.join(crate::rollup::HOURLY_FILE), hourly, props())?;
         }
     }
+    Ok(())
+}
 
-    if signal == Signal::Logs {
-        let bodies = columnar::decode_column::<StringArray>(&sorted, col::BODY)?;
-        TextIndex::build(
-            &dir.join(TEXT_DIR),
-            (0..bodies.len()).map(|i| bodies.value(i)),
-        )?;
+/// Writes `batch` (any order) as segment `meta.id` under `root`, returning its completed meta.
+/// Nothing is visible until the caller commits the meta to the manifest.
+pub(crate) fn write_segment(
+    root: &Path,
+    mut meta: SegmentMeta,
+    batch: RecordBatch,
+    catalog: &HashMap<SeriesId, Arc<SeriesDef>>,
+    opts: &SegmentWriteOptions,
+) -> Result<SegmentMeta> {
+    let signal = meta.signal;
+    // A flush hands its rows over already sorted (one copy of the memtable's rows); anything
+    // else is sorted here, and the unsorted copy goes before the files are encoded, so a
+    // flush or merge holds one copy.
+    let sorted = if is_sorted_for_segment(signal, &batch)? {
+        batch
+    } else {
+        let sorted = sort_for_segment(signal, &batch)?;
+        drop(batch);
+        sorted
+    };
+    debug_assert!(
+        is_sorted_for_segment(signal, &sorted)?,
+        "rows entering a {signal:?} segment are in segment order"
+    );
+    let dir = root.join(meta.relative_dir());
+    if dir.exists() {
+        // Left over from a crash before the manifest named it.
+        fs::remove_dir_all(&dir).at(&dir)?;
     }
+    fsutil::create_private_dir_all(&dir)?;
+
+    // A log segment's text index (tantivy, with an indexing thread of its own) is built while
+    // the rows, postings and blooms are written: the two take about as long, and one after the
+    // other they left a core idle while ingest waited for the flush.
+    std::thread::scope(|scope| -> Result<()> {
+        let text = (signal == Signal::Logs).then(|| {
+            let (sorted, text_dir) = (&sorted, dir.join(TEXT_DIR));
+            scope.spawn(move || -> Result<()> {
+                let bodies = columnar::decode_column::<StringArray>(sorted, col::BODY)?;
+                TextIndex::build(&text_dir, (0..bodies.len()).map(|i| bodies.value(i)))
+            })
+        });
+        let written = write_data_and_indexes(&dir, signal, &sorted, catalog, opts);
+        let indexed = match text {
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(StorageError::Io {
+                    path: dir.join(TEXT_DIR),
+                    source: std::io::Error::other("the text index build panicked"),
+                })
+            }),
+            None => Ok(()),
+        };
+        written.and(indexed)
+    })?;
 
     let (lo, hi) = super::time_bounds(signal, &sorted)?;
     meta.min_time = lo;
@@ -536,217 +583,7 @@ pub(crate) fn write_segment(
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod timing {
-    use super::*;
-    use crate::model::{AttrValue, SpanRecord};
-    use crate::types::{SpanId, TraceId, UnixNanos};
-
-    /// Spans shaped like `otlp-load`'s (GenAI fields promoted, a few attributes left).
-    fn load_spans(n: u32) -> Vec<SpanRecord> {
-        (0..n)
-            .map(|i| {
-                let seq = i / 512;
-                let mut t = [0u8; 16];
-                t[..4].copy_from_slice(&(seq + 1).to_be_bytes());
-                t[8..12].copy_from_slice(&((i % 512) / 8 + 1).to_be_bytes());
-                let start = UnixNanos(1_700_000_000_000_000_000 + i64::from(i) * 1000);
-                let mut s = SpanRecord::new(
-                    TraceId(t),
-                    SpanId(u64::from(i + 1).to_be_bytes()),
-                    format!("llm-svc-{}", seq % 4),
-                    if i % 8 == 0 {
-                        "rag-pipeline"
-                    } else {
-                        "chat gpt-4o"
-                    },
-                    start,
-                    UnixNanos(start.0 + 250_000_000),
-                );
-                s.gen_ai.operation_name = Some("chat".into());
-                s.gen_ai.provider_name = Some("openai".into());
-                s.gen_ai.request_model = Some("gpt-4o".into());
-                s.gen_ai.response_model = Some("gpt-4o-2024-08-06".into());
-                s.gen_ai.input_tokens = Some(800 + i64::from(i % 512));
-                s.gen_ai.output_tokens = Some(120);
-                s.gen_ai.temperature = Some(0.2);
-                s.gen_ai.conversation_id = Some(format!("conv-{}", i % 32));
-                s.attributes.push((
-                    "user.id".into(),
-                    AttrValue::Str(format!("user-{}", i % 100)),
-                ));
-                s.resource_attributes = vec![
-                    (
-                        "deployment.environment.name".into(),
-                        AttrValue::Str("bench".into()),
-                    ),
-                    (
-                        "service.instance.id".into(),
-                        AttrValue::Str("load-1".into()),
-                    ),
-                ];
-                s
-            })
-            .collect()
-    }
-
-    /// This thread's CPU time (not wall time: the machine may be shared), from schedstat.
-    fn cpu() -> std::time::Duration {
-        let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-        std::time::Duration::from_nanos(s.split_whitespace().next().unwrap().parse().unwrap())
-    }
-
-    #[test]
-    #[ignore = "timing, run by hand with --release"]
-    fn flush_phase_timing() {
-        let n = 200_000;
-        let spans = load_spans(n);
-        let dir = tempfile::tempdir().unwrap();
-        for round in 0..3 {
-            let t = cpu();
-            let batch = columnar::spans_to_batch(&spans).unwrap();
-            let t_enc = cpu() - t;
-            let t = cpu();
-            let sorted = sort_for_segment(Signal::Spans, &batch).unwrap();
-            let t_sort = cpu() - t;
-            let props =
-                writer_properties(Signal::Spans, n as usize, &SegmentWriteOptions::default())
-                    .unwrap();
-            let t = cpu();
-            write_parquet(
-                &dir.path().join(format!("d{round}.parquet")),
-                &sorted,
-                props,
-            )
-            .unwrap();
-            let t_pq = cpu() - t;
-            let t = cpu();
-            let p = span_log_postings(Signal::Spans, &sorted).unwrap();
-            let bytes = p.finish().encode();
-            let t_post = cpu() - t;
-            let t = cpu();
-            let rollup = crate::rollup::build(&sorted).unwrap();
-            let t_roll = cpu() - t;
-            let us = |d: std::time::Duration| d.as_secs_f64() * 1e6 / f64::from(n);
-            eprintln!(
-                "CPU per span: encode {:.2} us, sort {:.2} us, parquet {:.2} us, postings {:.2} us ({} bytes), rollup {:.2} us ({} rows)",
-                us(t_enc),
-                us(t_sort),
-                us(t_pq),
-                us(t_post),
-                bytes.len(),
-                us(t_roll),
-                rollup
-                    .and_then(|r| r.minute)
-                    .map_or(0, |m| m.rows.num_rows())
-            );
-        }
-    }
-
-    /// Statistics stay on ids, times and numbers (the pruner reads trace_id and time ranges,
-    /// a trace lookup the trace_id page index) and are off on strings and nested leaves.
-    #[test]
-    fn statistics_only_where_readers_prune() {
-        let n = 2_000;
-        let batch = columnar::spans_to_batch(&load_spans(n)).unwrap();
-        let sorted = sort_for_segment(Signal::Spans, &batch).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("d.parquet");
-        let props =
-            writer_properties(Signal::Spans, n as usize, &SegmentWriteOptions::default()).unwrap();
-        write_parquet(&file, &sorted, props).unwrap();
-        let reader = parquet::file::serialized_reader::SerializedFileReader::new(
-            fs::File::open(&file).unwrap(),
-        )
-        .unwrap();
-        use parquet::file::reader::FileReader as _;
-        let rg = reader.metadata().row_group(0);
-        let has_stats = |name: &str| {
-            let c = (0..rg.num_columns())
-                .map(|i| rg.column(i))
-                .find(|c| c.column_path().string() == name)
-                .unwrap_or_else(|| panic!("no column {name}"));
-            c.statistics().is_some_and(|s| s.min_bytes_opt().is_some())
-        };
-        for kept in [
-            col::TRACE_ID,
-            col::START_TIME,
-            col::DURATION,
-            col::GEN_AI_INPUT_TOKENS,
-        ] {
-            assert!(has_stats(kept), "{kept} lost its statistics");
-        }
-        for dropped in [
-            col::SERVICE_NAME,
-            col::GEN_AI_REQUEST_MODEL,
-            "attributes.entries.key",
-            "attributes.entries.value.str",
-            "resource_attributes.entries.value.str",
-        ] {
-            assert!(!has_stats(dropped), "{dropped} still has statistics");
-        }
-    }
-
-    /// Leaves without a value in the segment are written uncompressed; every other leaf keeps
-    /// zstd, and the rows read back the same.
-    #[test]
-    fn valueless_leaves_are_uncompressed() {
-        use parquet::basic::Compression;
-        use parquet::file::reader::FileReader as _;
-        let n = 3_000;
-        let batch = columnar::spans_to_batch(&load_spans(n)).unwrap();
-        let sorted = sort_for_segment(Signal::Spans, &batch).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("d.parquet");
-        let props = uncompress_valueless_leaves(
-            writer_properties(Signal::Spans, n as usize, &SegmentWriteOptions::default()).unwrap(),
-            &sorted,
-        )
-        .unwrap();
-        write_parquet(&file, &sorted, props).unwrap();
-        let reader = parquet::file::serialized_reader::SerializedFileReader::new(
-            fs::File::open(&file).unwrap(),
-        )
-        .unwrap();
-        let rg = reader.metadata().row_group(0);
-        let codec = |name: &str| {
-            (0..rg.num_columns())
-                .map(|i| rg.column(i))
-                .find(|c| c.column_path().string() == name)
-                .unwrap_or_else(|| panic!("no column {name}"))
-                .compression()
-        };
-        // No span has events, links or a cost.
-        for empty in [
-            "events.list.item.time_unix_nano",
-            "events.list.item.attributes.entries.value.str",
-            "links.list.item.trace_id",
-            col::GEN_AI_COST,
-        ] {
-            assert_eq!(codec(empty), Compression::UNCOMPRESSED, "{empty}");
-        }
-        // Null in every entry of attribute maps that have entries: varying levels, kept.
-        for full in [
-            col::TRACE_ID,
-            col::START_TIME,
-            "attributes.entries.key",
-            "attributes.entries.value.str",
-            "attributes.entries.value.double",
-            col::GEN_AI_TEMPERATURE,
-        ] {
-            assert!(matches!(codec(full), Compression::ZSTD(_)), "{full}");
-        }
-        let back: Vec<RecordBatch> =
-            parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(
-                fs::File::open(&file).unwrap(),
-                8192,
-            )
-            .unwrap()
-            .collect::<std::result::Result<_, _>>()
-            .unwrap();
-        let back = arrow_select::concat::concat_batches(&sorted.schema(), &back).unwrap();
-        assert_eq!(back, sorted);
-    }
-}
+mod load_shaped;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

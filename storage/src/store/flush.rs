@@ -66,21 +66,50 @@ fn partition_pieces(
     Ok(out)
 }
 
-/// The rows of one partition as one batch (a copy; the memtable stays as it is).
-fn gather(signal: Signal, batches: &[RecordBatch], pieces: &[Piece]) -> Result<RecordBatch> {
-    let parts: Vec<RecordBatch> = pieces
+/// The rows of one partition as one batch in segment order: one copy (the memtable stays as
+/// it is). Only the sort keys are gathered to find the order; the rows are then copied once,
+/// straight into it, so a flush holds the frozen memtable and one copy of a partition's rows.
+fn gather_sorted(signal: Signal, batches: &[RecordBatch], pieces: &[Piece]) -> Result<RecordBatch> {
+    let rows: usize = pieces
         .iter()
         .map(|p| match p {
-            Piece::Whole(b) => Ok(batches[*b].clone()),
-            Piece::Rows(b, idx) => crate::columnar::take_batch(
-                &batches[*b],
-                &arrow_array::UInt32Array::from(idx.clone()),
-            ),
+            Piece::Whole(b) => batches[*b].num_rows(),
+            Piece::Rows(_, idx) => idx.len(),
         })
-        .collect::<Result<_>>()?;
-    Ok(arrow_select::concat::concat_batches(
-        &schema::of(signal),
-        &parts,
+        .sum();
+    // (batch, row) of every row of the partition, in memtable order.
+    let mut at: Vec<(usize, usize)> = Vec::with_capacity(rows);
+    for p in pieces {
+        match p {
+            Piece::Whole(b) => at.extend((0..batches[*b].num_rows()).map(|r| (*b, r))),
+            Piece::Rows(b, idx) => at.extend(idx.iter().map(|&r| (*b, r as usize))),
+        }
+    }
+    let names = segment::sort_key_columns(signal);
+    let mut fields = Vec::with_capacity(names.len());
+    let mut keys = Vec::with_capacity(names.len());
+    let full = schema::of(signal);
+    for name in names {
+        let field = full.field_with_name(name)?;
+        let columns = batches
+            .iter()
+            .map(|b| {
+                b.column_by_name(name).map(|c| c.as_ref()).ok_or_else(|| {
+                    crate::StorageError::InvalidInput(format!("memtable batch lacks {name}"))
+                })
+            })
+            .collect::<Result<Vec<&dyn arrow_array::Array>>>()?;
+        keys.push(arrow_select::interleave::interleave(&columns, &at)?);
+        fields.push(field.clone());
+    }
+    let keys = RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), keys)?;
+    let order = segment::segment_order(signal, &keys)?;
+    drop(keys);
+    let sorted: Vec<(usize, usize)> = order.values().iter().map(|&i| at[i as usize]).collect();
+    drop(at);
+    let refs: Vec<&RecordBatch> = batches.iter().collect();
+    Ok(arrow_select::interleave::interleave_record_batch(
+        &refs, &sorted,
     )?)
 }
 
@@ -173,7 +202,7 @@ fn write_job(
     job: &Job<'_>,
     catalogs: &HashMap<crate::TenantId, HashMap<SeriesId, Arc<SeriesDef>>>,
 ) -> Result<(SegmentMeta, Segment)> {
-    let rows = gather(job.signal, job.batches, &job.pieces)?;
+    let rows = gather_sorted(job.signal, job.batches, &job.pieces)?;
     let series = match job.signal {
         Signal::Samples => match catalogs.get(job.tenant) {
             Some(catalog) => series_for(&rows, catalog)?,
@@ -181,19 +210,13 @@ fn write_job(
         },
         _ => HashMap::new(),
     };
-    let meta = SegmentMeta {
-        id: allocate_segment_id(inner),
-        tenant: job.tenant.clone(),
-        signal: job.signal,
-        partition_start: UnixNanos(job.partition_start),
-        partition_nanos: job.partition_nanos,
-        min_time: UnixNanos(0),
-        max_time: UnixNanos(0),
-        rows: 0,
-        level: 0,
-        decoded_bytes: 0,
-        files: Vec::new(),
-    };
+    let meta = SegmentMeta::to_write(
+        allocate_segment_id(inner),
+        job.tenant.clone(),
+        job.signal,
+        (UnixNanos(job.partition_start), job.partition_nanos),
+        0,
+    );
     let meta = segment::write_segment(&inner.root, meta, rows, &series, &inner.config.segment)?;
     let seg = Segment::open(&inner.root, meta.clone())?;
     seg.warm();
@@ -320,4 +343,63 @@ fn flush_set(
     // 4. The WAL up to the checkpoint is no longer needed.
     inner.wal.remove_through(set.checkpoint)?;
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::columnar;
+    use crate::model::Sample;
+    use arrow_array::Float64Array;
+
+    fn samples(rows: &[(u64, i64, f64)]) -> RecordBatch {
+        let s: Vec<Sample> = rows
+            .iter()
+            .map(|&(series, timestamp_ms, value)| Sample {
+                series: SeriesId(series),
+                timestamp_ms,
+                value,
+            })
+            .collect();
+        columnar::samples_to_batch(&s).unwrap()
+    }
+
+    /// The single-copy gather gives what sorting a concatenated copy gave: the same rows in
+    /// segment order, and for samples the value written last of a repeated (series, time),
+    /// across batches and partial batches.
+    #[test]
+    fn gather_sorted_is_the_sort_of_the_concatenation() {
+        let batches = vec![
+            samples(&[(2, 5, 1.0), (1, 9, 2.0), (3, 1, 3.0)]),
+            samples(&[(1, 9, 4.0), (2, 5, 5.0), (1, 3, 6.0)]),
+            samples(&[(2, 5, 7.0), (1, 1, 8.0)]),
+        ];
+        let pieces = vec![
+            Piece::Whole(0),
+            Piece::Rows(1, vec![0, 2]),
+            Piece::Rows(2, vec![0]),
+        ];
+        let got = gather_sorted(Signal::Samples, &batches, &pieces).unwrap();
+        let concat = arrow_select::concat::concat_batches(
+            &schema::of(Signal::Samples),
+            &[
+                batches[0].clone(),
+                columnar::take_batch(&batches[1], &arrow_array::UInt32Array::from(vec![0, 2]))
+                    .unwrap(),
+                columnar::take_batch(&batches[2], &arrow_array::UInt32Array::from(vec![0]))
+                    .unwrap(),
+            ],
+        )
+        .unwrap();
+        let want = segment::sort_samples(&concat).unwrap();
+        assert_eq!(got, want);
+        let series = columnar::decode_column::<UInt64Array>(&got, schema::col::SERIES_ID).unwrap();
+        let values = columnar::decode_column::<Float64Array>(&got, schema::col::VALUE).unwrap();
+        let rows: Vec<(u64, f64)> = (0..got.num_rows())
+            .map(|i| (series.value(i), values.value(i)))
+            .collect();
+        // (1,3) 6.0, (1,9) last written 4.0, (2,5) last written 7.0, (3,1) 3.0.
+        assert_eq!(rows, vec![(1, 6.0), (1, 4.0), (2, 7.0), (3, 3.0)]);
+    }
 }

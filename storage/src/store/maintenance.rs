@@ -146,19 +146,13 @@ fn merge(
     }
     let all = arrow_select::concat::concat_batches(&schema::of(signal), &batches)?;
     drop(batches);
-    let meta = SegmentMeta {
-        id: allocate_segment_id(inner),
-        tenant: tenant.clone(),
+    let meta = SegmentMeta::to_write(
+        allocate_segment_id(inner),
+        tenant.clone(),
         signal,
-        partition_start,
-        partition_nanos: segs[0].meta().partition_nanos,
-        min_time: UnixNanos(0),
-        max_time: UnixNanos(0),
-        rows: 0,
-        level: segs.iter().map(|s| s.meta().level).max().unwrap_or(0) + 1,
-        decoded_bytes: 0,
-        files: Vec::new(),
-    };
+        (partition_start, segs[0].meta().partition_nanos),
+        segs.iter().map(|s| s.meta().level).max().unwrap_or(0) + 1,
+    );
     let meta = segment::write_segment(&inner.root, meta, all, &series, &inner.config.segment)?;
     let new_seg = Arc::new(Segment::open(&inner.root, meta.clone())?);
     new_seg.warm();

@@ -328,6 +328,9 @@ async fn receive(
     let budget = Arc::clone(st.budget());
     let now_ms = st.now().as_millis();
     tokio::task::spawn_blocking(move || {
+        // Refused before decoding while the memtables are at their budget (see
+        // `Store::check_memory`); the compressed size stands in for the rows'.
+        store.check_memory(bytes.len())?;
         let (req, _reserved) = decode(&bytes, &limits, &budget)?;
         drop(bytes);
         ps.remember_metadata(&tenant, request_metadata(&req));
