@@ -433,6 +433,53 @@ fn grafana_datasource_requests() {
         &[],
     );
     assert_error(s, &v, 422, "execution");
+    // `rate` drops `__name__`, and `up` and `http_requests_total` share {job="api",
+    // instance="a"}: Prometheus refuses the duplicate label set instead of answering it twice,
+    // and so must an enclosing `sum by (__name__)` (it would add the two metrics together).
+    for q in [
+        r#"rate({__name__=~"up|http_requests_total"}[5m])"#,
+        r#"sum by (__name__) (rate({__name__=~"up|http_requests_total"}[5m]))"#,
+    ] {
+        let (s, v) = get_json(
+            addr,
+            "/api/v1/query",
+            &[("query", q), ("time", &secs(end))],
+            &[],
+        );
+        assert_error(s, &v, 422, "execution");
+        assert_eq!(
+            v["error"],
+            r#"vector cannot contain metrics with the same labelset {instance="a", job="api"}"#,
+            "{q}"
+        );
+        let (s, v) = get_json(
+            addr,
+            "/api/v1/query_range",
+            &[
+                ("query", q),
+                ("start", &secs(base + 300_000)),
+                ("end", &secs(end)),
+                ("step", "60"),
+            ],
+            &[],
+        );
+        assert_error(s, &v, 422, "execution");
+    }
+    // Where the other labels still tell the metrics apart, the same query answers.
+    let (s, v) = get_json(
+        addr,
+        "/api/v1/query",
+        &[
+            (
+                "query",
+                r#"rate({__name__=~"up|http_requests_total", instance!="a"}[5m])"#,
+            ),
+            ("time", &secs(end)),
+        ],
+        &[],
+    );
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["data"]["result"].as_array().map(Vec::len), Some(2), "{v}");
 
     // Tenants: the other tenant's series are invisible here and visible there.
     let (_, v) = get_json(

@@ -11,7 +11,7 @@ use promql_parser::parser::{Expr, MatrixSelector, VectorSelector};
 
 use super::budget::{Budget, Held};
 use super::source::{SampleSource, convert_matchers};
-use super::value::{Grid, RawSeries, Series, Value, is_stale};
+use super::value::{Grid, RawSeries, Series, Value, is_stale, merge_same_labelsets};
 use super::{aggregate, binary, functions};
 use crate::error::{QueryError, Result};
 
@@ -202,10 +202,10 @@ impl<'a> Evaluator<'a> {
         let mark = self.held.get();
         let v = match e {
             Expr::Paren(p) => self.eval(&p.expr),
-            Expr::Unary(u) => self.eval(&u.expr).and_then(negate),
-            Expr::Binary(b) => binary::eval(self, b),
+            Expr::Unary(u) => self.eval(&u.expr).and_then(negate).and_then(unique),
+            Expr::Binary(b) => binary::eval(self, b).and_then(unique),
             Expr::Aggregate(a) => aggregate::eval(self, a),
-            Expr::Call(c) => functions::eval(self, c),
+            Expr::Call(c) => functions::eval(self, c).and_then(unique),
             leaf => self.leaf(leaf),
         }?;
         self.held.settle(mark, &v)?;
@@ -285,6 +285,17 @@ impl<'a> Evaluator<'a> {
             Value::String(s) => Ok(s),
             _ => Err(QueryError::Execution(format!("{what} must be a string"))),
         }
+    }
+}
+
+/// A vector's series with unique label sets ([`merge_same_labelsets`]). Selectors and
+/// aggregations yield unique label sets by construction; functions and operators may not
+/// (they drop `__name__`, rewrite labels, or add the other side's series), so their results
+/// pass through here, as every step of Prometheus' `rangeEval` does.
+fn unique(v: Value) -> Result<Value> {
+    match v {
+        Value::Vector(v) => merge_same_labelsets(v).map(Value::Vector),
+        other => Ok(other),
     }
 }
 

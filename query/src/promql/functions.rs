@@ -499,7 +499,7 @@ pub(crate) fn eval(ev: &Evaluator<'_>, c: &Call) -> Result<Value> {
                     }
                 })
                 .collect();
-            merge_duplicates(out, "label_replace")
+            Ok(Value::Vector(out))
         }
         "label_join" => {
             let v = ev.eval_vector(arg(c, 0)?, "the argument of label_join")?;
@@ -523,7 +523,7 @@ pub(crate) fn eval(ev: &Evaluator<'_>, c: &Call) -> Result<Value> {
                     }
                 })
                 .collect();
-            merge_duplicates(out, "label_join")
+            Ok(Value::Vector(out))
         }
         "histogram_quantile" => {
             let q = ev.eval_scalar(arg(c, 0)?, "the quantile")?;
@@ -591,35 +591,6 @@ fn is_label_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// Series whose labels became equal must not overlap in time.
-fn merge_duplicates(v: Vec<Series>, func: &str) -> Result<Value> {
-    let mut by: HashMap<Labels, Series> = HashMap::new();
-    let mut order = Vec::new();
-    for s in v {
-        match by.get_mut(&s.labels) {
-            Some(existing) => {
-                for (a, b) in existing.values.iter_mut().zip(s.values) {
-                    if b.is_some() {
-                        if a.is_some() {
-                            return Err(QueryError::Execution(format!(
-                                "vector cannot contain metrics with the same labelset (after {func})"
-                            )));
-                        }
-                        *a = b;
-                    }
-                }
-            }
-            None => {
-                order.push(s.labels.clone());
-                by.insert(s.labels.clone(), s);
-            }
-        }
-    }
-    Ok(Value::Vector(
-        order.into_iter().filter_map(|l| by.remove(&l)).collect(),
-    ))
 }
 
 /// Labels of `absent(sel)`: the selector's equality matchers.

@@ -3,9 +3,13 @@
 //! Evaluation is step-wise over a grid `start, start+step, .., end` (an instant query is a grid
 //! of one step). Every vector-valued node yields [`Series`] with one optional value per step.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use serde::Serialize;
+
+use crate::error::{QueryError, Result};
 
 /// A label set, sorted by name, `__name__` included when present.
 pub type Labels = Arc<Vec<(String, String)>>;
@@ -136,4 +140,118 @@ pub fn with_label(labels: &Labels, name: &str, value: &str) -> Labels {
         v.sort();
     }
     Arc::new(v)
+}
+
+/// Prometheus' rule for a vector whose labels stopped being unique (a function or operator
+/// dropped `__name__`, `label_replace` rewrote a label, `or` added the other side's series):
+/// series with equal labels become one series, and two of them holding a value at the same
+/// step fail the query with Prometheus' execution error, "vector cannot contain metrics with
+/// the same labelset". Without it, `rate({__name__=~"a|b"}[5m])` over metrics sharing their
+/// other labels would answer twice for one label set, and an enclosing `sum by (__name__)`
+/// would silently add different metrics together. Order follows each label set's first series.
+pub fn merge_same_labelsets(v: Vec<Series>) -> Result<Vec<Series>> {
+    if v.len() < 2 {
+        return Ok(v);
+    }
+    let mut first: HashMap<&Labels, usize> = HashMap::with_capacity(v.len());
+    let mut duplicate = false;
+    for (i, s) in v.iter().enumerate() {
+        if first.insert(&s.labels, i).is_some() {
+            duplicate = true;
+            break;
+        }
+    }
+    if !duplicate {
+        return Ok(v);
+    }
+    let mut index: HashMap<Labels, usize> = HashMap::with_capacity(v.len());
+    let mut out: Vec<Series> = Vec::with_capacity(v.len());
+    for s in v {
+        match index.entry(s.labels.clone()) {
+            Entry::Vacant(e) => {
+                e.insert(out.len());
+                out.push(s);
+            }
+            Entry::Occupied(e) => {
+                let merged = &mut out[*e.get()];
+                for (a, b) in merged.values.iter_mut().zip(s.values) {
+                    if b.is_some() {
+                        if a.is_some() {
+                            return Err(QueryError::Execution(format!(
+                                "vector cannot contain metrics with the same labelset {}",
+                                format_labels(&merged.labels)
+                            )));
+                        }
+                        *a = b;
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A label set as PromQL writes it, `{a="x", b="y"}`.
+pub fn format_labels(labels: &Labels) -> String {
+    let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    format!("{{{}}}", inner.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(labels: &[(&str, &str)], values: &[Option<f64>]) -> Series {
+        Series {
+            labels: Arc::new(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            values: values.to_vec(),
+        }
+    }
+
+    #[test]
+    fn unique_labelsets_pass_unchanged() {
+        let v = vec![
+            series(&[("job", "a")], &[Some(1.0), None]),
+            series(&[("job", "b")], &[None, Some(2.0)]),
+        ];
+        assert_eq!(merge_same_labelsets(v.clone()).expect("unique"), v);
+    }
+
+    #[test]
+    fn equal_labelsets_merge_where_they_do_not_overlap() {
+        let v = vec![
+            series(&[("job", "a")], &[Some(1.0), None, None]),
+            series(&[("job", "b")], &[Some(5.0), None, None]),
+            series(&[("job", "a")], &[None, None, Some(3.0)]),
+        ];
+        assert_eq!(
+            merge_same_labelsets(v).expect("mergeable"),
+            vec![
+                series(&[("job", "a")], &[Some(1.0), None, Some(3.0)]),
+                series(&[("job", "b")], &[Some(5.0), None, None]),
+            ]
+        );
+    }
+
+    #[test]
+    fn equal_labelsets_at_one_step_fail_like_prometheus() {
+        let v = vec![
+            series(&[("instance", "i-0"), ("job", "a")], &[None, Some(1.0)]),
+            series(
+                &[("instance", "i-0"), ("job", "a")],
+                &[Some(2.0), Some(3.0)],
+            ),
+        ];
+        let err = merge_same_labelsets(v).expect_err("overlapping duplicates");
+        assert!(matches!(err, QueryError::Execution(_)), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            r#"vector cannot contain metrics with the same labelset {instance="i-0", job="a"}"#
+        );
+    }
 }

@@ -11,9 +11,14 @@ use std::time::Instant;
 use crate::golden::compare::{Outcome, compare, from_ours};
 use crate::golden::data;
 use crate::golden::prom::{self, Prometheus};
-use crate::golden::queries::{ERROR_QUERIES, INSTANT_TIMES, QUERIES, RANGES};
+use crate::golden::queries::{
+    DUPLICATE_LABELSET_QUERIES, ERROR_QUERIES, INSTANT_TIMES, QUERIES, RANGES,
+};
 use sightline_query::promql::{Budget, MemorySource, StoreSource, instant_query, range_query};
 use sightline_storage::{FsyncPolicy, Store, StoreConfig, TenantId};
+
+/// Prometheus' message for a vector whose label sets are not unique.
+const DUPLICATE: &str = "vector cannot contain metrics with the same labelset";
 
 /// Whether the query's top level orders its answer (then series order is compared too).
 fn ordered(q: &str) -> bool {
@@ -98,25 +103,55 @@ fn promql_answers_match_prometheus() {
         answered += usize::from(any);
         failed_queries += usize::from(!ok);
     }
-    for q in ERROR_QUERIES {
+    let duplicates = DUPLICATE_LABELSET_QUERIES
+        .iter()
+        .map(|q| (q, Some(DUPLICATE)));
+    for (q, needle) in ERROR_QUERIES.iter().map(|q| (q, None)).chain(duplicates) {
         let t = INSTANT_TIMES[0];
-        let theirs = prometheus.instant(q, t);
-        assert!(
-            matches!(theirs, Outcome::Error(_)),
-            "{q:?} should fail in Prometheus, got {theirs:?}"
-        );
-        let ours = from_ours(instant_query(&src, q, t, &Budget::default()));
-        evaluations += 1;
-        if !matches!(ours, Outcome::Error(_)) {
-            failed_queries += 1;
-            mismatches.push(format!("{q:?} should fail, ours answered {ours:?}"));
+        let (start, end, step) = RANGES[0];
+        let mut ok = true;
+        for (what, theirs, ours) in [
+            (
+                "instant",
+                prometheus.instant(q, t),
+                instant_query(&src, q, t, &Budget::default()),
+            ),
+            (
+                "range",
+                prometheus.range(q, start, end, step),
+                range_query(&src, q, start, end, step, &Budget::default()),
+            ),
+        ] {
+            let Outcome::Error(their_error) = &theirs else {
+                panic!("{q:?} should fail in Prometheus ({what}), got {theirs:?}");
+            };
+            if let Some(needle) = needle {
+                assert!(
+                    their_error.contains(needle),
+                    "Prometheus refused {q:?} ({what}) for another reason: {their_error}"
+                );
+            }
+            evaluations += 1;
+            let ours = from_ours(ours);
+            let refused_alike = match (&ours, needle) {
+                (Outcome::Error(e), Some(needle)) => e.contains(needle),
+                (Outcome::Error(_), None) => true,
+                _ => false,
+            };
+            if !refused_alike {
+                ok = false;
+                mismatches.push(format!(
+                    "{q:?} ({what}) should fail like Prometheus ({their_error}), ours: {ours:?}"
+                ));
+            }
         }
+        failed_queries += usize::from(!ok);
     }
     println!(
         "golden: {} queries, {evaluations} evaluations, {} queries matched, {} differ; \
          setup {setup:?}, total {:?}",
-        QUERIES.len() + ERROR_QUERIES.len(),
-        QUERIES.len() + ERROR_QUERIES.len() - failed_queries,
+        QUERIES.len() + ERROR_QUERIES.len() + DUPLICATE_LABELSET_QUERIES.len(),
+        QUERIES.len() + ERROR_QUERIES.len() + DUPLICATE_LABELSET_QUERIES.len() - failed_queries,
         failed_queries,
         started.elapsed()
     );

@@ -310,11 +310,48 @@ pub const QUERIES: &[&str] = &[
     r#"absent(rate(nonexistent{job="x"}[5m]))"#,
     "histogram_quantile(0.9, sum by (le) (rate(request_duration_seconds_bucket[1m])))",
     "rate(request_duration_seconds_sum[5m]) / rate(request_duration_seconds_count[5m])",
+    // Several metrics through functions and operators: names kept, or dropped where the other
+    // labels still tell the series apart, or equal label sets merged across steps.
+    r#"last_over_time({__name__=~"up|queue_depth"}[5m])"#,
+    r#"{__name__=~"up|queue_depth"} > 0"#,
+    r#"sort({__name__=~"up|queue_depth"})"#,
+    r#"sum by (__name__) (rate({__name__=~"http_requests_total|request_duration_seconds_count"}[5m]))"#,
+    r#"rate({__name__=~"http_requests_total|llm_tokens_total"}[5m])"#,
+    "batch_jobs_running or batch_jobs_running offset 10m",
+    r#"label_replace(batch_jobs_running{queue="q1"}, "queue", "q2", "queue", ".*") or batch_jobs_running{queue="q2"}"#,
 ];
 
-/// Queries both engines must refuse.
+/// Queries both engines must refuse, as instant queries at the first of [`INSTANT_TIMES`] and
+/// as range queries over the first of [`RANGES`].
 pub const ERROR_QUERIES: &[&str] = &[
     "http_requests_total * on(job) queue_depth",
     "up * on() queue_depth",
     r#"label_replace(up, "1bad", "$1", "instance", "(.*)")"#,
+];
+
+/// Queries both engines must refuse with "vector cannot contain metrics with the same
+/// labelset": a function or operator drops `__name__` (or a label rewrite removes what told
+/// series apart) and several series of one step end up with one label set. `up`,
+/// `queue_depth` and `request_duration_seconds_{count,sum}` share their `job` and `instance`.
+pub const DUPLICATE_LABELSET_QUERIES: &[&str] = &[
+    r#"rate({__name__=~"request_duration_seconds_count|request_duration_seconds_sum"}[5m])"#,
+    r#"increase({__name__=~"request_duration_seconds_(count|sum)"}[15m])"#,
+    r#"sum by (__name__) (rate({__name__=~"request_duration_seconds_(count|sum)"}[5m]))"#,
+    r#"irate({__name__=~"request_duration_seconds_(count|sum)"}[5m])"#,
+    r#"count_over_time({__name__=~"up|queue_depth"}[1h])"#,
+    r#"max_over_time({__name__=~"up|queue_depth"}[10m])"#,
+    r#"quantile_over_time(0.5, {__name__=~"up|queue_depth"}[10m])"#,
+    r#"delta({__name__=~"up|queue_depth"}[10m])"#,
+    r#"deriv({__name__=~"up|queue_depth"}[10m])"#,
+    r#"changes({__name__=~"up|queue_depth"}[10m])"#,
+    r#"abs({__name__=~"up|queue_depth"})"#,
+    r#"round({__name__=~"up|queue_depth"})"#,
+    r#"clamp_min({__name__=~"up|queue_depth"}, 0)"#,
+    r#"-{__name__=~"up|queue_depth"}"#,
+    r#"{__name__=~"up|queue_depth"} * 2"#,
+    r#"1 - {__name__=~"up|queue_depth"}"#,
+    r#"{__name__=~"up|queue_depth"} > bool 0"#,
+    r#"timestamp({__name__=~"up|queue_depth"})"#,
+    r#"label_replace(up, "instance", "all", "instance", ".*")"#,
+    r#"label_join(queue_depth, "instance", "", "job")"#,
 ];
