@@ -136,9 +136,9 @@ def encode_requests(series, ts, connections, samples_per_request):
     rows = sample_rows(ts)
     shards = [list(range(k, len(series), connections)) for k in range(connections)]
     labels = [encode_labels(lbl) for lbl, _ in series]
+    window = max(1, samples_per_request // max(1, len(shards[0])))
     per_conn = []
     for shard in shards:
-        window = max(1, samples_per_request // max(1, len(shard)))
         reqs = []
         for i0 in range(0, len(ts), window):
             i1 = min(len(ts), i0 + window)
@@ -150,7 +150,7 @@ def encode_requests(series, ts, connections, samples_per_request):
             payload = bytes(cramjam.snappy.compress_raw(b"".join(body)))
             reqs.append(((i1 - i0) * len(shard), payload))
         per_conn.append(reqs)
-    return per_conn
+    return per_conn, window
 
 
 # --- processes ------------------------------------------------------------------------------
@@ -254,11 +254,11 @@ def start_systems(root, sightline):
 # --- load -----------------------------------------------------------------------------------
 
 
-def load(system, per_conn):
-    """Sends every request, a connection per shard, the shards kept within an hour of data
-    time of each other (Prometheus refuses samples older than its head allows). Returns
-    (seconds, samples, 503 retries)."""
-    barrier_every = 60
+def load(system, per_conn, window):
+    """Sends every request, a connection per shard, the shards kept within half an hour of
+    data time of each other (Prometheus refuses a sample more than an hour older than the
+    newest it holds). Returns (seconds, samples, 503 retries)."""
+    barrier_every = max(1, 1800_000 // (window * SCRAPE_MS))
     longest = max(len(r) for r in per_conn)
     barrier = threading.Barrier(len(per_conn))
     retries = [0]
@@ -398,7 +398,7 @@ def one_size(args, n_series):
     end_ms = (int(time.time() * 1000) // SCRAPE_MS) * SCRAPE_MS - 10 * 60_000
     t0 = time.perf_counter()
     series, ts = workload(n_series, args.hours, end_ms, args.seed)
-    per_conn = encode_requests(series, ts, args.connections, args.samples_per_request)
+    per_conn, window = encode_requests(series, ts, args.connections, args.samples_per_request)
     n_samples = sum(n for reqs in per_conn for n, _ in reqs)
     wire = sum(len(b) for reqs in per_conn for _, b in reqs)
     print(f"== {len(series)} series, {n_samples:,} samples, {sum(map(len, per_conn))} requests "
@@ -410,7 +410,7 @@ def one_size(args, n_series):
     result = {"series": n_series, "samples": n_samples, "systems": {}, "queries": []}
     try:
         for s in systems:
-            secs, samples, retries = load(s, per_conn)
+            secs, samples, retries = load(s, per_conn, window)
             result["systems"][s.name] = {
                 "load_s": secs, "samples_per_s": samples / secs, "retries_503": retries,
                 "rss_peak_load": s.hwm_bytes(),

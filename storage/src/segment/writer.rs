@@ -107,28 +107,25 @@ pub(crate) fn sort_for_segment(signal: Signal, batch: &RecordBatch) -> Result<Re
 /// The rows of `keys` in segment order, as indices; for samples, only the last of rows
 /// sharing (series, timestamp). `keys` needs only the [`sort_key_columns`].
 pub(crate) fn segment_order(signal: Signal, keys: &RecordBatch) -> Result<UInt32Array> {
-    let indices = lexsort_to_indices(&sort_columns(signal, keys)?, None)?;
-    Ok(if signal == Signal::Samples {
-        let series: &UInt64Array = columnar::decode_column(keys, col::SERIES_ID)?;
-        let ts: &TimestampMillisecondArray = columnar::decode_column(keys, col::TIMESTAMP)?;
-        let idx = indices.values();
-        let keep: Vec<u32> = (0..idx.len())
-            .filter(|&i| {
-                let cur = idx[i] as usize;
-                match idx.get(i + 1) {
-                    Some(&next) => {
-                        let next = next as usize;
-                        series.value(cur) != series.value(next) || ts.value(cur) != ts.value(next)
-                    }
-                    None => true,
-                }
-            })
-            .map(|i| idx[i])
-            .collect();
-        UInt32Array::from(keep)
-    } else {
-        indices
-    })
+    if signal != Signal::Samples {
+        return Ok(lexsort_to_indices(&sort_columns(signal, keys)?, None)?);
+    }
+    let series: &UInt64Array = columnar::decode_column(keys, col::SERIES_ID)?;
+    let ts: &TimestampMillisecondArray = columnar::decode_column(keys, col::TIMESTAMP)?;
+    let (series, ts) = (series.values(), ts.values());
+    let rows = u32::try_from(keys.num_rows())
+        .map_err(|_| StorageError::InvalidInput("more than 2^32 rows in one sort".into()))?;
+    // On the two primitive keys directly, not through arrow's dynamic row comparator. The sort
+    // is stable (rows with equal keys keep their read order, so the last one is the value
+    // written last) and merges already-sorted runs, the shape of concatenated segments.
+    let mut idx: Vec<u32> = (0..rows).collect();
+    idx.sort_by_key(|&i| (series[i as usize], ts[i as usize]));
+    let key = |i: u32| (series[i as usize], ts[i as usize]);
+    let keep: Vec<u32> = (0..idx.len())
+        .filter(|&i| idx.get(i + 1).is_none_or(|&next| key(next) != key(idx[i])))
+        .map(|i| idx[i])
+        .collect();
+    Ok(UInt32Array::from(keep))
 }
 
 /// Whether `batch` is in segment order: no row sorts before the row above it (samples: and
