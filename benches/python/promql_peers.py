@@ -210,44 +210,31 @@ class System:
 
 
 def start_systems(root, sightline):
-    out = []
-    d = os.path.join(root, "sightline", "data")
-    os.makedirs(d)
-    p = free_port()
-    out.append(
-        System(
-            "sightline",
-            [sightline, "serve", "--data-dir", d, "--http-addr", f"127.0.0.1:{p}",
-             "--grpc-addr", f"127.0.0.1:{free_port()}"],
-            p, d, "/api/v1/write", "/ready",
-        )
-    )
-    d = os.path.join(root, "victoria-metrics", "data")
-    os.makedirs(d)
-    p = free_port()
-    out.append(
-        System(
-            "victoria-metrics",
-            ["victoria-metrics", f"-storageDataPath={d}", f"-httpListenAddr=127.0.0.1:{p}",
-             "-search.disableCache", "-retentionPeriod=1y", "-loggerLevel=ERROR"],
-            p, d, "/api/v1/write", "/health",
-        )
-    )
-    d = os.path.join(root, "prometheus", "data")
-    os.makedirs(d)
+    """Sightline, VictoriaMetrics and Prometheus, each with a fresh data directory under `root`
+    and a free loopback port. Every one takes remote write at `/api/v1/write`."""
     cfg = os.path.join(root, "prometheus", "prometheus.yml")
-    with open(cfg, "w") as f:
-        f.write("global:\n  scrape_interval: 10s\n")
-    p = free_port()
-    out.append(
-        System(
-            "prometheus",
-            ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={d}",
-             f"--web.listen-address=127.0.0.1:{p}", "--web.enable-remote-write-receiver",
-             "--storage.tsdb.retention.time=30d", "--log.level=warn"],
-            p, d, "/api/v1/write", "/-/ready",
-        )
-    )
+    argv = {
+        "sightline": lambda d, p: [
+            sightline, "serve", "--data-dir", d, "--http-addr", f"127.0.0.1:{p}",
+            "--grpc-addr", f"127.0.0.1:{free_port()}"],
+        "victoria-metrics": lambda d, p: [
+            "victoria-metrics", f"-storageDataPath={d}", f"-httpListenAddr=127.0.0.1:{p}",
+            "-search.disableCache", "-retentionPeriod=1y", "-loggerLevel=ERROR"],
+        "prometheus": lambda d, p: [
+            "prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={d}",
+            f"--web.listen-address=127.0.0.1:{p}", "--web.enable-remote-write-receiver",
+            "--storage.tsdb.retention.time=30d", "--log.level=warn"],
+    }
+    ready = {"sightline": "/ready", "victoria-metrics": "/health", "prometheus": "/-/ready"}
+    out = []
+    for name, make_argv in argv.items():
+        d = os.path.join(root, name, "data")
+        os.makedirs(d)
+        if name == "prometheus":
+            with open(cfg, "w") as f:
+                f.write("global:\n  scrape_interval: 10s\n")
+        p = free_port()
+        out.append(System(name, make_argv(d, p), p, d, "/api/v1/write", ready[name]))
     return out
 
 

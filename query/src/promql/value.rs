@@ -3,8 +3,8 @@
 //! Evaluation is step-wise over a grid `start, start+step, .., end` (an instant query is a grid
 //! of one step). Every vector-valued node yields [`Series`] with one optional value per step.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -153,15 +153,8 @@ pub fn merge_same_labelsets(v: Vec<Series>) -> Result<Vec<Series>> {
     if v.len() < 2 {
         return Ok(v);
     }
-    let mut first: HashMap<&Labels, usize> = HashMap::with_capacity(v.len());
-    let mut duplicate = false;
-    for (i, s) in v.iter().enumerate() {
-        if first.insert(&s.labels, i).is_some() {
-            duplicate = true;
-            break;
-        }
-    }
-    if !duplicate {
+    let mut seen: HashSet<&Labels> = HashSet::with_capacity(v.len());
+    if v.iter().all(|s| seen.insert(&s.labels)) {
         return Ok(v);
     }
     let mut index: HashMap<Labels, usize> = HashMap::with_capacity(v.len());
