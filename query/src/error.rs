@@ -35,11 +35,12 @@ pub enum QueryError {
 }
 
 impl From<sightline_storage::StorageError> for QueryError {
-    /// Storage errors, except that a passed deadline is a [`QueryError::Timeout`] wherever it
-    /// surfaces.
+    /// Storage errors, except that a passed deadline is a [`QueryError::Timeout`] and a sample
+    /// limit a [`QueryError::TooManySamples`] wherever they surface.
     fn from(e: sightline_storage::StorageError) -> Self {
         match e {
             sightline_storage::StorageError::DeadlineExceeded => QueryError::Timeout,
+            sightline_storage::StorageError::TooManySamples { .. } => QueryError::TooManySamples,
             e => QueryError::Storage(e),
         }
     }

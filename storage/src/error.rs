@@ -87,6 +87,15 @@ pub enum StorageError {
         /// Bytes held by other scans at the time.
         others_bytes: usize,
     },
+    /// A sample scan read more samples than its caller allows
+    /// ([`crate::Store::scan_samples`]); it stopped before merging them.
+    #[error("query would load {read} samples, more than the limit of {limit}")]
+    TooManySamples {
+        /// Samples read.
+        read: usize,
+        /// The caller's limit.
+        limit: usize,
+    },
     /// The Parquet library reported an error.
     #[error("parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),

@@ -21,6 +21,7 @@ mod page_reader;
 mod page_runs;
 mod rollup_file;
 pub(crate) mod scan;
+mod series_rows;
 mod writer;
 
 use rollup_file::RollupFile;
@@ -41,7 +42,9 @@ use parquet::file::metadata::PageIndexPolicy;
 
 pub use scan::ScanStats;
 pub use writer::SegmentWriteOptions;
-pub(crate) use writer::{segment_order, sort_key_columns, sort_samples, write_segment};
+#[cfg(test)]
+pub(crate) use writer::sort_samples;
+pub(crate) use writer::{segment_order, sort_key_columns, write_segment};
 
 use crate::attr_bloom::{ATTR_BLOOMS_FILE, AttrBlooms};
 use crate::error::{IoContext, Result, StorageError};
@@ -118,6 +121,8 @@ pub struct Segment {
     rollup: RollupFile,
     hourly: RollupFile,
     durations: OnceLock<ArrowReaderMetadata>,
+    /// Samples: each series' row run, once a scan has asked for it.
+    series_rows: OnceLock<Arc<series_rows::SeriesRows>>,
     /// Set once the manifest no longer names the segment; the directory is deleted when the last
     /// reader lets go.
     obsolete: AtomicBool,
@@ -291,6 +296,7 @@ impl Segment {
             rollup,
             hourly,
             durations: OnceLock::new(),
+            series_rows: OnceLock::new(),
             obsolete: AtomicBool::new(false),
         })
     }
@@ -388,10 +394,24 @@ impl Segment {
         &self.series
     }
 
+    /// Samples: the row run of each series, built on first use ([`series_rows`]).
+    pub(crate) fn series_rows(
+        &self,
+        deadline: &crate::Deadline,
+    ) -> Result<Arc<series_rows::SeriesRows>> {
+        if let Some(r) = self.series_rows.get() {
+            return Ok(Arc::clone(r));
+        }
+        let built = Arc::new(series_rows::SeriesRows::build(self, deadline)?);
+        // Two scans may build it at once; both answers are the same.
+        Ok(Arc::clone(self.series_rows.get_or_init(|| built)))
+    }
+
     /// Bytes this segment's indexes hold in memory: postings, attribute blooms, trace-id
-    /// blooms.
+    /// blooms, the series directory of samples.
     pub fn index_bytes(&self) -> usize {
         self.postings.heap_size()
+            + self.series_rows.get().map_or(0, |r| r.heap_size())
             + self.attr_blooms.as_ref().map_or(0, AttrBlooms::encoded_len)
             + self
                 .blooms

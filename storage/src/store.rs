@@ -15,6 +15,7 @@ mod commit;
 mod flush;
 mod maintenance;
 mod recovery;
+mod sample_merge;
 mod scan;
 
 use std::collections::{HashMap, HashSet};
@@ -28,7 +29,8 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 pub use recovery::OpenReport;
-pub use scan::ScanResult;
+pub use sample_merge::SeriesSamples;
+pub use scan::{SampleScan, ScanResult};
 
 use crate::columnar;
 use crate::config::StoreConfig;
@@ -299,6 +301,17 @@ impl Store {
     /// Reads rows; see [`crate::ScanRequest`].
     pub fn scan(&self, req: &crate::ScanRequest) -> Result<ScanResult> {
         scan::scan(&self.inner, req)
+    }
+
+    /// Reads samples one series at a time: every series `req` selects with its samples in the
+    /// range, each sorted by time with one value per timestamp. Fails with
+    /// [`StorageError::TooManySamples`] once more than `max_samples` rows were read.
+    pub fn scan_samples(
+        &self,
+        req: &crate::ScanRequest,
+        max_samples: usize,
+    ) -> Result<scan::SampleScan> {
+        scan::scan_samples(&self.inner, req, max_samples)
     }
 
     /// Every span of a trace, decoded (any order).

@@ -21,6 +21,8 @@ pub const LOOKBACK_MS: i64 = 5 * 60 * 1000;
 pub const MAX_SERIES_PER_SELECTOR: usize = 500_000;
 /// Most steps one query may evaluate.
 pub const MAX_STEPS: usize = 11_000;
+/// Steps of one series evaluated between two deadline checks.
+const DEADLINE_STEPS: usize = 256;
 
 /// Evaluation context of one query.
 pub struct Evaluator<'a> {
@@ -160,24 +162,41 @@ impl<'a> Evaluator<'a> {
         self.take_grid(raw.len())?;
         let offset = offset_ms(&ms.vs.offset);
         let mut out = Vec::with_capacity(raw.len());
-        let mut window: Vec<(i64, f64)> = Vec::new();
+        let mut points: Vec<(i64, f64)> = Vec::new();
         for s in raw {
+            self.budget.check_deadline()?;
+            // The series' samples without staleness markers, once; each step's window is a
+            // slice of them. Reference times rise with the step (or stay put under `@`), so
+            // the window's ends only move forward; a step that goes back searches again.
+            points.clear();
+            points.extend(
+                s.timestamps
+                    .iter()
+                    .zip(&s.values)
+                    .filter(|(_, v)| !is_stale(**v))
+                    .map(|(&t, &v)| (t, v)),
+            );
             let mut values = Vec::with_capacity(self.grid.len());
+            let (mut lo, mut hi) = (0usize, 0usize);
+            let mut prev = i64::MIN;
             for i in 0..self.grid.len() {
-                self.budget.check_deadline()?;
-                let t = self.ref_time(i, offset, &ms.vs.at);
-                window.clear();
-                let lo = s.timestamps.partition_point(|&x| x < t - range);
-                let hi = s.timestamps.partition_point(|&x| x <= t);
-                for j in lo..hi {
-                    if !is_stale(s.values[j]) {
-                        window.push((s.timestamps[j], s.values[j]));
-                    }
+                if i % DEADLINE_STEPS == DEADLINE_STEPS - 1 {
+                    self.budget.check_deadline()?;
                 }
+                let t = self.ref_time(i, offset, &ms.vs.at);
+                if t < prev {
+                    (lo, hi) = (0, 0);
+                }
+                prev = t;
+                let from = t.saturating_sub(range);
+                lo += points[lo..].partition_point(|p| p.0 < from);
+                hi = hi.max(lo);
+                hi += points[hi..].partition_point(|p| p.0 <= t);
+                let window = &points[lo..hi];
                 values.push(if window.is_empty() {
                     None
                 } else {
-                    f(&window, t, range, i)
+                    f(window, t, range, i)
                 });
             }
             if values.iter().any(Option::is_some) {

@@ -2,10 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, Float64Array, TimestampMillisecondArray, UInt64Array};
 use rustc_hash::FxHashMap;
-use sightline_storage::schema::col;
-use sightline_storage::series::id_runs;
 use sightline_storage::{
     MatchOp, Matcher, Predicate, ScanRequest, Signal, Store, TenantId, TimeRange, UnixNanos,
 };
@@ -69,39 +66,17 @@ impl SampleSource for StoreSource<'_> {
         let mut req = ScanRequest::new(self.tenant.clone(), Signal::Samples, range);
         req.predicates = matchers.iter().cloned().map(Predicate::Attr).collect();
         req.deadline = budget.deadline.clone();
-        let res = self.store.scan(&req)?;
-        // Refused before the samples are copied out of the scan's batches.
-        if res.batches.iter().map(|b| b.num_rows()).sum::<usize>() > budget.max_samples {
-            return Err(QueryError::TooManySamples);
-        }
-        let mut by_id: FxHashMap<u64, (Vec<i64>, Vec<f64>)> = FxHashMap::default();
-        for b in &res.batches {
-            let ids = b
-                .column_by_name(col::SERIES_ID)
-                .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
-                .ok_or_else(|| QueryError::Execution("sample batch without series_id".into()))?;
-            let ts = b
-                .column_by_name(col::TIMESTAMP)
-                .and_then(|c| c.as_any().downcast_ref::<TimestampMillisecondArray>())
-                .ok_or_else(|| QueryError::Execution("sample batch without timestamp".into()))?;
-            let vals = b
-                .column_by_name(col::VALUE)
-                .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
-                .ok_or_else(|| QueryError::Execution("sample batch without value".into()))?;
-            let (ids, ts, vals) = (ids.values(), ts.values(), vals.values());
-            for run in id_runs(ids) {
-                let e = by_id.entry(ids[run.start]).or_default();
-                e.0.extend_from_slice(&ts[run.clone()]);
-                e.1.extend_from_slice(&vals[run]);
-            }
-        }
+        // Refused before the samples are merged and copied out of the scan's batches.
+        let res = self.store.scan_samples(&req, budget.max_samples)?;
+        let mut by_id: FxHashMap<u64, sightline_storage::SeriesSamples> =
+            res.series.into_iter().map(|s| (s.series.0, s)).collect();
         let mut out = Vec::with_capacity(defs.len());
         for d in defs {
-            if let Some((timestamps, values)) = by_id.remove(&d.id.0) {
+            if let Some(s) = by_id.remove(&d.id.0) {
                 out.push(RawSeries {
                     labels: labels_of(&d),
-                    timestamps,
-                    values,
+                    timestamps: s.timestamps,
+                    values: s.values,
                 });
             }
         }

@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, RecordBatch, UInt64Array};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
 use arrow_schema::{DataType, Schema};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
@@ -219,8 +220,11 @@ impl<'a> CompiledScan<'a> {
     ) -> Result<Option<RecordBatch>> {
         let n = batch.num_rows();
         let signal = self.req.signal;
-        let mut masks = Vec::new();
         let range = self.req.time;
+        if signal == Signal::Samples {
+            return self.filter_samples(batch, matchers, times_inside);
+        }
+        let mut masks = Vec::new();
         if range != TimeRange::ALL && !times_inside {
             let times = super::time_values(signal, batch)?;
             let unit = schema::time_unit_nanos(signal);
@@ -231,32 +235,14 @@ impl<'a> CompiledScan<'a> {
                     .collect::<BooleanArray>(),
             );
         }
-        if signal == Signal::Samples {
-            if let Some(set) = &self.series_filter {
-                let ids = crate::columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
-                masks.push(if ids.null_count() == 0 {
-                    let ids = ids.values();
-                    let mut keep = Vec::with_capacity(ids.len());
-                    for run in crate::series::id_runs(ids) {
-                        keep.resize(run.end, set.contains(&ids[run.start]));
-                    }
-                    BooleanArray::from(keep)
-                } else {
-                    ids.iter()
-                        .map(|v| Some(v.is_some_and(|v| set.contains(&v))))
-                        .collect()
-                });
-            }
-        } else {
-            for m in self.matchers().filter(|_| matchers) {
-                masks.push(predicate::eval_matcher(batch, signal, m)?);
-            }
-            for alternatives in self.any_ofs().filter(|_| matchers) {
-                masks.push(predicate::eval_any_of(batch, signal, alternatives)?);
-            }
-            for t in self.trace_ids() {
-                masks.push(trace_mask(batch, &t)?);
-            }
+        for m in self.matchers().filter(|_| matchers) {
+            masks.push(predicate::eval_matcher(batch, signal, m)?);
+        }
+        for alternatives in self.any_ofs().filter(|_| matchers) {
+            masks.push(predicate::eval_any_of(batch, signal, alternatives)?);
+        }
+        for t in self.trace_ids() {
+            masks.push(trace_mask(batch, &t)?);
         }
         if let Some((rows, first)) = text_rows {
             masks.push(
@@ -270,18 +256,60 @@ impl<'a> CompiledScan<'a> {
             return Ok(None);
         }
         // Projected before filtering, so that only the output columns are copied (a memtable
-        // batch holds every column; samples keep theirs for deduplication).
-        let out = if self.req.signal == Signal::Samples {
-            batch.clone()
-        } else {
-            self.project(batch)?
-        };
+        // batch holds every column).
+        let out = self.project(batch)?;
         Ok(Some(match mask {
             Some(mask) if mask.true_count() < n => {
                 arrow_select::filter::filter_record_batch(&out, &mask)?
             }
             _ => out,
         }))
+    }
+
+    /// [`CompiledScan::filter`] for samples: the series filter (when `matchers`) per run of
+    /// one series, the time range (unless `times_inside`) per row; every column is kept, for
+    /// deduplication.
+    fn filter_samples(
+        &self,
+        batch: &RecordBatch,
+        matchers: bool,
+        times_inside: bool,
+    ) -> Result<Option<RecordBatch>> {
+        let n = batch.num_rows();
+        let mut mask: Option<BooleanBuffer> = None;
+        if let Some(set) = self.series_filter.as_ref().filter(|_| matchers) {
+            let ids = crate::columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
+            if ids.null_count() > 0 {
+                return Err(StorageError::InvalidInput("null series_id".into()));
+            }
+            let ids = ids.values();
+            let mut keep = BooleanBufferBuilder::new(n);
+            for run in crate::series::id_runs(ids) {
+                keep.append_n(run.len(), set.contains(&ids[run.start]));
+            }
+            mask = Some(keep.finish());
+        }
+        let range = self.req.time;
+        if range != TimeRange::ALL && !times_inside {
+            let times = super::time_values(Signal::Samples, batch)?;
+            let unit = schema::time_unit_nanos(Signal::Samples);
+            let inside = BooleanBuffer::collect_bool(n, |i| {
+                range.contains(crate::types::UnixNanos(times[i].saturating_mul(unit)))
+            });
+            mask = Some(match mask {
+                Some(m) => &m & &inside,
+                None => inside,
+            });
+        }
+        let kept = mask.as_ref().map_or(n, BooleanBuffer::count_set_bits);
+        Ok(match mask {
+            _ if kept == 0 => None,
+            Some(m) if kept < n => Some(arrow_select::filter::filter_record_batch(
+                batch,
+                &BooleanArray::new(m, None),
+            )?),
+            _ => Some(batch.clone()),
+        })
     }
 
     /// Selects the output columns, in the requested order.
@@ -497,7 +525,16 @@ impl Segment {
             stats.segments_pruned_by_time += 1;
             return Ok(None);
         }
-        // 1. Postings and the text index narrow the candidate rows.
+        // 1. Samples of known series: their row runs, which answer every label matcher.
+        let series_runs = match (&c.series_filter, req.signal) {
+            (Some(set), Signal::Samples) => Some(self.series_rows(&req.deadline)?.runs(set)),
+            _ => None,
+        };
+        if series_runs.as_ref().is_some_and(Vec::is_empty) {
+            stats.segments_pruned_by_index += 1;
+            return Ok(None);
+        }
+        // Postings and the text index narrow the candidate rows.
         let mut candidates: Option<RoaringBitmap> = None;
         // Whether the candidates are exactly the rows every attribute matcher accepts: each
         // matcher on a promoted column (an attribute key can sit in both the span's and the
@@ -505,6 +542,7 @@ impl Segment {
         let mut matchers_exact = true;
         for p in &req.predicates {
             match p {
+                Predicate::Attr(_) if series_runs.is_some() => {}
                 Predicate::Attr(m) if m.matches_missing() => matchers_exact = false,
                 Predicate::Attr(m) => match self.postings_of(m) {
                     Lookup::Rows(rows) => {
@@ -641,6 +679,16 @@ impl Segment {
                 (Some(a), Some(b)) => Some(intersect_runs(&a, &b)),
                 (a, b) => a.or(b),
             };
+            let runs = match (runs, series_runs.as_deref()) {
+                (a, Some(series)) => {
+                    let b = runs_within(series, rg_range.clone());
+                    Some(match a {
+                        Some(a) => intersect_runs(&a, &b),
+                        None => b,
+                    })
+                }
+                (a, None) => a,
+            };
             // Logs are sorted by time, so a range that cuts a row group (the newest lines of a
             // search, an unaligned end) keeps only the pages whose times it overlaps.
             let time_runs = match time_leaf {
@@ -667,9 +715,16 @@ impl Segment {
         }
         stats.segments_read += 1;
         stats.row_groups_read += groups.len();
+        // Samples: exact when the series runs answered the matchers (the catalog evaluated
+        // them), and no alternative needs evaluating row by row.
+        let matchers_exact = if req.signal == Signal::Samples {
+            series_runs.is_some() && c.any_ofs().next().is_none()
+        } else {
+            matchers_exact
+        };
         Ok(Some(SegmentPlan {
             groups,
-            matchers_exact: matchers_exact && req.signal != Signal::Samples,
+            matchers_exact,
         }))
     }
 
@@ -834,6 +889,20 @@ fn bloom_runs(
         b += 1;
     }
     runs
+}
+
+/// The parts of `runs` (sorted, disjoint segment rows) inside `rows`, relative to its start.
+fn runs_within(runs: &[Range<u64>], rows: Range<u64>) -> Vec<Range<usize>> {
+    let first = runs.partition_point(|r| r.end <= rows.start);
+    runs[first..]
+        .iter()
+        .take_while(|r| r.start < rows.end)
+        .map(|r| {
+            let lo = r.start.max(rows.start) - rows.start;
+            let hi = r.end.min(rows.end) - rows.start;
+            lo as usize..hi as usize
+        })
+        .collect()
 }
 
 /// The rows in both sorted, disjoint run lists.

@@ -94,6 +94,7 @@ fn sort_columns(signal: Signal, batch: &RecordBatch) -> Result<Vec<SortColumn>> 
 
 /// Sorts samples by series and time, keeping the last of rows sharing (series, timestamp).
 /// Works on any batch holding the `series_id`, `timestamp` and `value` columns.
+#[cfg(test)]
 pub(crate) fn sort_samples(batch: &RecordBatch) -> Result<RecordBatch> {
     sort_for_segment(Signal::Samples, batch)
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 
 use super::Inner;
+use super::sample_merge::{self, SampleSource, SeriesSamples};
 use crate::deadline::Deadline;
 use crate::error::{Result, StorageError};
 use crate::memtable::MemSnapshot;
@@ -137,6 +138,85 @@ fn rollup_parts(req: &ScanRequest) -> Option<Vec<ScanRequest>> {
 
 /// One scan over one consistent view of the segments and memtables.
 fn scan_once(inner: &Inner, req: &ScanRequest, memory: &ScanMemory) -> Result<ScanResult> {
+    let (mut result, sources, compiled) = read_sources(inner, req, memory)?;
+    if req.signal == Signal::Samples {
+        let merged = dedupe_samples(sources, &req.deadline)?;
+        result.batches = merged
+            .iter()
+            .map(|b| compiled.project(b))
+            .collect::<Result<_>>()?;
+        result.stats.rows_returned = result.num_rows() as u64;
+    }
+    Ok(result)
+}
+
+/// Samples of the series a scan selects, one time-ordered run per series.
+#[derive(Debug)]
+pub struct SampleScan {
+    /// One entry per series with samples in the range, sorted by series id.
+    pub series: Vec<SeriesSamples>,
+    /// Pruning statistics.
+    pub stats: ScanStats,
+    /// Segments that could not be read and were quarantined during this scan.
+    pub warnings: Vec<String>,
+    /// The bytes read, held against the store's scan memory budget until this is dropped.
+    pub memory: ScanMemory,
+}
+
+impl SampleScan {
+    /// Samples returned, over all series.
+    pub fn num_samples(&self) -> usize {
+        self.series.iter().map(|s| s.timestamps.len()).sum()
+    }
+}
+
+/// A scan of samples answered per series ([`sample_merge`]): a reader that wants each series'
+/// samples in time order gets them without a sort of every row or a copy through batches.
+/// `max_samples` refuses, with [`StorageError::TooManySamples`], a scan that read more rows
+/// before they are merged.
+pub(super) fn scan_samples(
+    inner: &Inner,
+    req: &ScanRequest,
+    max_samples: usize,
+) -> Result<SampleScan> {
+    if req.signal != Signal::Samples {
+        return Err(StorageError::InvalidQuery(
+            "a sample scan reads samples".into(),
+        ));
+    }
+    let memory = inner.scan_memory.share();
+    let (result, sources, _) = read_sources(inner, req, &memory)?;
+    let sources: Vec<SampleSource> = sources.into_iter().map(|s| s.rows).collect();
+    let read: usize = sources
+        .iter()
+        .flat_map(|s| s.batches.iter())
+        .map(RecordBatch::num_rows)
+        .sum();
+    if read > max_samples {
+        return Err(StorageError::TooManySamples {
+            read,
+            limit: max_samples,
+        });
+    }
+    let series = sample_merge::merge(&sources, &req.deadline)?;
+    let mut stats = result.stats;
+    stats.rows_returned = series.iter().map(|s| s.timestamps.len() as u64).sum();
+    Ok(SampleScan {
+        series,
+        stats,
+        warnings: result.warnings,
+        memory,
+    })
+}
+
+/// Reads every segment and memtable of one consistent view. Samples come back as sources
+/// (segments and memtables apart, in read order) for the caller to merge; other signals'
+/// rows are in the result's batches.
+fn read_sources<'r>(
+    inner: &Inner,
+    req: &'r ScanRequest,
+    memory: &'r ScanMemory,
+) -> Result<(ScanResult, Vec<Source>, CompiledScan<'r>)> {
     req.deadline.check()?;
     let key = (req.tenant.clone(), req.signal);
     let (segments, mems, series_filter): (Vec<Arc<Segment>>, Vec<MemSnapshot>, _) = {
@@ -186,7 +266,7 @@ fn scan_once(inner: &Inner, req: &ScanRequest, memory: &ScanMemory) -> Result<Sc
         .as_ref()
         .is_some_and(|s| s.is_empty())
     {
-        return Ok(result);
+        return Ok((result, Vec::new(), compiled));
     }
     // Samples only: each source's rows with its time bounds and whether they are already sorted
     // and free of duplicates (segments are; memtables are not).
@@ -204,8 +284,11 @@ fn scan_once(inner: &Inner, req: &ScanRequest, memory: &ScanMemory) -> Result<Sc
                     sources.push(Source {
                         min: seg.meta().min_time,
                         max: seg.meta().max_time,
-                        clean: true,
-                        batches,
+                        order: sources.len(),
+                        rows: SampleSource {
+                            clean: true,
+                            batches,
+                        },
                     });
                 }
             }
@@ -268,23 +351,18 @@ fn scan_once(inner: &Inner, req: &ScanRequest, memory: &ScanMemory) -> Result<Sc
                 sources.push(Source {
                     min,
                     max,
-                    clean: false,
-                    batches: mem_rows.into_iter().map(|m| m.2).collect(),
+                    order: sources.len(),
+                    rows: SampleSource {
+                        clean: false,
+                        batches: mem_rows.into_iter().map(|m| m.2).collect(),
+                    },
                 });
             }
         } else {
             result.batches.extend(mem_rows.into_iter().map(|m| m.2));
         }
     }
-    if req.signal == Signal::Samples {
-        let merged = dedupe_samples(sources, &req.deadline)?;
-        result.batches = merged
-            .iter()
-            .map(|b| compiled.project(b))
-            .collect::<Result<_>>()?;
-        result.stats.rows_returned = result.num_rows() as u64;
-    }
-    Ok(result)
+    Ok((result, sources, compiled))
 }
 
 /// What one segment answered with.
@@ -417,17 +495,19 @@ const MIN_PART_ROWS: usize = 64 * 1024;
 struct Source {
     min: crate::types::UnixNanos,
     max: crate::types::UnixNanos,
-    clean: bool,
-    batches: Vec<RecordBatch>,
+    /// Position in read order.
+    order: usize,
+    rows: SampleSource,
 }
 
 /// Samples of one series at one timestamp can sit in several sources (a client retry that
 /// landed in another flush, or twice in one append). Sources whose time ranges overlap are
-/// merged and sorted by series and time, keeping the value read last (memtables after segments,
-/// newer segments after older); a source that overlaps no other and is already clean passes
-/// through untouched, so scans of flushed, compacted data pay no sort.
+/// merged per series ([`sample_merge`]), the value read last winning; a source that overlaps
+/// no other and is already clean passes through untouched, so scans of flushed, compacted data
+/// pay no merge. The merged rows are sorted by series and time.
 fn dedupe_samples(mut sources: Vec<Source>, deadline: &Deadline) -> Result<Vec<RecordBatch>> {
-    // Stable sort keeps the read order (which decides the winner) among equal starts.
+    // Stable: sources keep their read order (which decides the winner) among equal starts,
+    // and a cluster is merged in read order below.
     sources.sort_by_key(|s| s.min);
     let mut out = Vec::new();
     let mut i = 0;
@@ -440,16 +520,20 @@ fn dedupe_samples(mut sources: Vec<Source>, deadline: &Deadline) -> Result<Vec<R
             j += 1;
         }
         let cluster = &mut sources[i..j];
-        if cluster.len() == 1 && cluster[0].clean {
-            out.append(&mut cluster[0].batches);
+        if cluster.len() == 1 && cluster[0].rows.clean {
+            out.append(&mut cluster[0].rows.batches);
         } else {
-            let batches: Vec<RecordBatch> = cluster
+            cluster.sort_by_key(|s| s.order);
+            let rows: Vec<SampleSource> = cluster
                 .iter_mut()
-                .flat_map(|s| s.batches.drain(..))
+                .map(|s| SampleSource {
+                    clean: s.rows.clean,
+                    batches: std::mem::take(&mut s.rows.batches),
+                })
                 .collect();
-            if let Some(first) = batches.first() {
-                let all = arrow_select::concat::concat_batches(&first.schema(), &batches)?;
-                out.push(crate::segment::sort_samples(&all)?);
+            let merged = sample_merge::merge(&rows, deadline)?;
+            if !merged.is_empty() {
+                out.push(sample_merge::to_batch(&merged)?);
             }
         }
         i = j;

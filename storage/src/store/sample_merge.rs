@@ -1,0 +1,320 @@
+//! Samples of several sources merged into one time-ordered run per series.
+//!
+//! A scan of samples reads segments (each sorted by series and time, one value per timestamp)
+//! and memtables (rows in arrival order, one request after another). One series' samples can
+//! sit in several of them, and one (series, timestamp) twice: a client retry that landed in
+//! another flush, or twice in one request. The merge groups every source's rows by series as
+//! runs (a segment gives one run per series, a memtable one per series per request), then per
+//! series concatenates its runs when they follow each other in time, the usual case, and only
+//! otherwise sorts that series' samples. Of equal timestamps the value read last wins
+//! (memtables after segments, newer segments after older, later rows after earlier). The work
+//! is linear in the rows plus a sort of the runs of each series, not a sort of every row.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, Float64Array, RecordBatch, TimestampMillisecondArray, UInt64Array};
+use rustc_hash::FxHashMap;
+
+use crate::deadline::Deadline;
+use crate::error::{Result, StorageError};
+use crate::schema::col;
+use crate::series::{DEADLINE_STRIDE, id_runs};
+use crate::types::SeriesId;
+
+/// The samples of one series, sorted by time with one value per timestamp.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesSamples {
+    /// The series.
+    pub series: SeriesId,
+    /// Sample times, milliseconds since the Unix epoch, strictly increasing.
+    pub timestamps: Vec<i64>,
+    /// The value at each timestamp.
+    pub values: Vec<f64>,
+}
+
+/// The sample rows of one source, in the order the scan read them.
+pub(crate) struct SampleSource {
+    /// Whether the rows are sorted by (series, time) without a (series, time) twice
+    /// (segments); memtable rows are not.
+    pub clean: bool,
+    /// The rows (columns `series_id`, `timestamp`, `value` at least).
+    pub batches: Vec<RecordBatch>,
+}
+
+/// Merged series as one batch of the sample schema, sorted by series and time.
+pub(crate) fn to_batch(series: &[SeriesSamples]) -> Result<RecordBatch> {
+    let rows: usize = series.iter().map(|s| s.timestamps.len()).sum();
+    let mut ids = Vec::with_capacity(rows);
+    let mut ts = Vec::with_capacity(rows);
+    let mut vals = Vec::with_capacity(rows);
+    for s in series {
+        ids.extend(std::iter::repeat_n(s.series.0, s.timestamps.len()));
+        ts.extend_from_slice(&s.timestamps);
+        vals.extend_from_slice(&s.values);
+    }
+    Ok(RecordBatch::try_new(
+        crate::schema::of(crate::types::Signal::Samples),
+        vec![
+            Arc::new(UInt64Array::from(ids)),
+            Arc::new(TimestampMillisecondArray::from(ts)),
+            Arc::new(Float64Array::from(vals)),
+        ],
+    )?)
+}
+
+/// One batch's three sample columns.
+struct Columns<'a> {
+    ids: &'a [u64],
+    ts: &'a [i64],
+    vals: &'a [f64],
+}
+
+fn columns(b: &RecordBatch) -> Result<Columns<'_>> {
+    let missing = |c: &str| {
+        StorageError::Arrow(arrow_schema::ArrowError::SchemaError(format!(
+            "sample batch without {c}"
+        )))
+    };
+    let ids = b
+        .column_by_name(col::SERIES_ID)
+        .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+        .ok_or_else(|| missing(col::SERIES_ID))?;
+    let ts = b
+        .column_by_name(col::TIMESTAMP)
+        .and_then(|c| c.as_any().downcast_ref::<TimestampMillisecondArray>())
+        .ok_or_else(|| missing(col::TIMESTAMP))?;
+    let vals = b
+        .column_by_name(col::VALUE)
+        .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
+        .ok_or_else(|| missing(col::VALUE))?;
+    if ids.null_count() + ts.null_count() + vals.null_count() > 0 {
+        return Err(StorageError::Arrow(
+            arrow_schema::ArrowError::InvalidArgumentError("null in a sample column".into()),
+        ));
+    }
+    Ok(Columns {
+        ids: ids.values(),
+        ts: ts.values(),
+        vals: vals.values(),
+    })
+}
+
+/// Rows `start..end` of batch `batch` (numbered across all sources), all of one series.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    batch: u32,
+    start: u32,
+    end: u32,
+    /// Whether the run's times strictly increase.
+    sorted: bool,
+}
+
+/// Merges `sources` (in read order) into one entry per series, sorted by series id.
+pub(crate) fn merge(sources: &[SampleSource], deadline: &Deadline) -> Result<Vec<SeriesSamples>> {
+    let cols: Vec<(bool, Columns<'_>)> = sources
+        .iter()
+        .flat_map(|s| s.batches.iter().map(move |b| (s.clean, b)))
+        .map(|(clean, b)| columns(b).map(|c| (clean, c)))
+        .collect::<Result<_>>()?;
+    let mut by_series: FxHashMap<u64, Vec<Run>> = FxHashMap::default();
+    for (bi, (clean, c)) in cols.iter().enumerate() {
+        deadline.check()?;
+        for (n, run) in id_runs(c.ids).enumerate() {
+            if n % DEADLINE_STRIDE == DEADLINE_STRIDE - 1 {
+                deadline.check()?;
+            }
+            let sorted = *clean || c.ts[run.clone()].windows(2).all(|w| w[0] < w[1]);
+            debug_assert!(
+                sorted || !clean,
+                "a clean source is sorted by time per series"
+            );
+            by_series.entry(c.ids[run.start]).or_default().push(Run {
+                batch: bi as u32,
+                start: run.start as u32,
+                end: run.end as u32,
+                sorted,
+            });
+        }
+    }
+    let mut ids: Vec<u64> = by_series.keys().copied().collect();
+    ids.sort_unstable();
+    let mut out = Vec::with_capacity(ids.len());
+    for (n, id) in ids.into_iter().enumerate() {
+        if n % DEADLINE_STRIDE == 0 {
+            deadline.check()?;
+        }
+        let Some(runs) = by_series.remove(&id) else {
+            continue;
+        };
+        out.push(merge_series(SeriesId(id), runs, &cols));
+    }
+    Ok(out)
+}
+
+/// One series' runs (in read order) as one time-ordered run.
+fn merge_series(
+    series: SeriesId,
+    mut runs: Vec<Run>,
+    cols: &[(bool, Columns<'_>)],
+) -> SeriesSamples {
+    let first = |r: &Run| cols[r.batch as usize].1.ts[r.start as usize];
+    let last = |r: &Run| cols[r.batch as usize].1.ts[r.end as usize - 1];
+    let len: usize = runs.iter().map(|r| (r.end - r.start) as usize).sum();
+    let mut timestamps = Vec::with_capacity(len);
+    let mut values = Vec::with_capacity(len);
+    // Stable: runs starting at the same time keep their read order.
+    runs.sort_by_key(first);
+    let disjoint =
+        runs.iter().all(|r| r.sorted) && runs.windows(2).all(|w| last(&w[0]) < first(&w[1]));
+    if disjoint {
+        for r in &runs {
+            let c = &cols[r.batch as usize].1;
+            let (s, e) = (r.start as usize, r.end as usize);
+            timestamps.extend_from_slice(&c.ts[s..e]);
+            values.extend_from_slice(&c.vals[s..e]);
+        }
+    } else {
+        // Overlapping runs: every sample with its read position, sorted by (time, position),
+        // the last of each time kept.
+        runs.sort_by_key(|r| (r.batch, r.start));
+        let mut rows: Vec<(i64, u32, u32)> = Vec::with_capacity(len);
+        for r in &runs {
+            let c = &cols[r.batch as usize].1;
+            rows.extend((r.start..r.end).map(|i| (c.ts[i as usize], r.batch, i)));
+        }
+        rows.sort_unstable();
+        for (k, &(t, b, i)) in rows.iter().enumerate() {
+            if rows.get(k + 1).is_some_and(|next| next.0 == t) {
+                continue;
+            }
+            timestamps.push(t);
+            values.push(cols[b as usize].1.vals[i as usize]);
+        }
+    }
+    debug_assert!(
+        timestamps.windows(2).all(|w| w[0] < w[1]),
+        "merged samples strictly increase in time"
+    );
+    SeriesSamples {
+        series,
+        timestamps,
+        values,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn batch(rows: &[(u64, i64, f64)]) -> RecordBatch {
+        let schema = crate::schema::of(crate::types::Signal::Samples);
+        let ids = UInt64Array::from_iter_values(rows.iter().map(|r| r.0));
+        let ts = TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.1));
+        let vals = Float64Array::from_iter_values(rows.iter().map(|r| r.2));
+        let fields: Vec<arrow_schema::FieldRef> = [col::SERIES_ID, col::TIMESTAMP, col::VALUE]
+            .iter()
+            .map(|c| Arc::new(schema.field_with_name(c).expect("field").clone()))
+            .collect();
+        RecordBatch::try_new(
+            Arc::new(arrow_schema::Schema::new(fields)),
+            vec![Arc::new(ids), Arc::new(ts), Arc::new(vals)],
+        )
+        .expect("batch")
+    }
+
+    /// The reference: every row in read order, the last of each (series, time) kept.
+    fn reference(sources: &[Vec<Vec<(u64, i64, f64)>>]) -> Vec<SeriesSamples> {
+        let mut m: std::collections::BTreeMap<u64, std::collections::BTreeMap<i64, f64>> =
+            Default::default();
+        for s in sources {
+            for b in s {
+                for &(id, t, v) in b {
+                    m.entry(id).or_default().insert(t, v);
+                }
+            }
+        }
+        m.into_iter()
+            .map(|(id, pts)| SeriesSamples {
+                series: SeriesId(id),
+                timestamps: pts.keys().copied().collect(),
+                values: pts.values().copied().collect(),
+            })
+            .collect()
+    }
+
+    fn run(sources: &[Vec<Vec<(u64, i64, f64)>>], clean: &[bool]) -> Vec<SeriesSamples> {
+        let srcs: Vec<SampleSource> = sources
+            .iter()
+            .zip(clean)
+            .map(|(s, &clean)| SampleSource {
+                clean,
+                batches: s.iter().map(|b| batch(b)).collect(),
+            })
+            .collect();
+        merge(&srcs, &Deadline::none()).expect("merge")
+    }
+
+    #[test]
+    fn disjoint_segments_concatenate_and_retries_resolve_to_the_last_read() {
+        let seg1 = vec![vec![(1, 10, 1.0), (1, 20, 2.0), (2, 10, 5.0)]];
+        let seg2 = vec![vec![(1, 30, 3.0), (2, 20, 6.0)]];
+        // A retry of (1, 20) with another value, and samples out of order in one request.
+        let mem = vec![
+            vec![(2, 40, 8.0), (1, 20, 9.0), (2, 30, 7.0)],
+            vec![(2, 30, 7.5)],
+        ];
+        let got = run(
+            &[seg1.clone(), seg2.clone(), mem.clone()],
+            &[true, true, false],
+        );
+        assert_eq!(got, reference(&[seg1, seg2, mem]));
+        assert_eq!(got[0].timestamps, vec![10, 20, 30]);
+        assert_eq!(got[0].values, vec![1.0, 9.0, 3.0]);
+        assert_eq!(got[1].values, vec![5.0, 6.0, 7.5, 8.0]);
+    }
+
+    #[test]
+    fn expired_deadline_stops_the_merge() {
+        let srcs = vec![SampleSource {
+            clean: true,
+            batches: vec![batch(&[(1, 1, 1.0)])],
+        }];
+        let d = Deadline::after(std::time::Duration::ZERO);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(matches!(
+            merge(&srcs, &d),
+            Err(StorageError::DeadlineExceeded)
+        ));
+    }
+
+    /// Segment-like sources: sorted by (series, time), one value per (series, time).
+    fn clean_source() -> impl Strategy<Value = Vec<Vec<(u64, i64, f64)>>> {
+        prop::collection::btree_map((0u64..5, 0i64..40), -5.0f64..5.0, 0..40).prop_map(|m| {
+            let rows: Vec<(u64, i64, f64)> = m.into_iter().map(|((s, t), v)| (s, t, v)).collect();
+            let mid = rows.len() / 2;
+            vec![rows[..mid].to_vec(), rows[mid..].to_vec()]
+        })
+    }
+
+    /// Memtable-like sources: any rows in any order.
+    fn dirty_source() -> impl Strategy<Value = Vec<Vec<(u64, i64, f64)>>> {
+        prop::collection::vec(
+            prop::collection::vec((0u64..5, 0i64..40, -5.0f64..5.0), 0..12),
+            0..4,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn merge_equals_the_last_write_per_series_and_time(
+            segs in prop::collection::vec(clean_source(), 0..4),
+            mems in prop::collection::vec(dirty_source(), 0..3),
+        ) {
+            let mut sources = segs.clone();
+            sources.extend(mems.iter().cloned());
+            let clean: Vec<bool> = (0..sources.len()).map(|i| i < segs.len()).collect();
+            prop_assert_eq!(run(&sources, &clean), reference(&sources));
+        }
+    }
+}
