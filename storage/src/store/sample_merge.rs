@@ -174,22 +174,7 @@ fn merge_series(
             values.extend_from_slice(&c.vals[s..e]);
         }
     } else {
-        // Overlapping runs: every sample with its read position, sorted by (time, position),
-        // the last of each time kept.
-        runs.sort_by_key(|r| (r.batch, r.start));
-        let mut rows: Vec<(i64, u32, u32)> = Vec::with_capacity(len);
-        for r in &runs {
-            let c = &cols[r.batch as usize].1;
-            rows.extend((r.start..r.end).map(|i| (c.ts[i as usize], r.batch, i)));
-        }
-        rows.sort_unstable();
-        for (k, &(t, b, i)) in rows.iter().enumerate() {
-            if rows.get(k + 1).is_some_and(|next| next.0 == t) {
-                continue;
-            }
-            timestamps.push(t);
-            values.push(cols[b as usize].1.vals[i as usize]);
-        }
+        merge_overlapping(&runs, cols, &mut timestamps, &mut values);
     }
     debug_assert!(
         timestamps.windows(2).all(|w| w[0] < w[1]),
@@ -199,6 +184,90 @@ fn merge_series(
         series,
         timestamps,
         values,
+    }
+}
+
+/// Runs of one series that overlap in time (compaction merged segments that were not adjacent,
+/// a retry landed among newer samples, a request held samples out of order), sorted by first
+/// time: each run is laid into the output in turn, appended where it starts after the output
+/// ends and otherwise merged with the output's tail from its first time on, so the work is
+/// the rows plus the overlaps, not a sort of every row. Each output sample remembers its read
+/// position, which decides between equal times (the later read wins).
+fn merge_overlapping(
+    runs: &[Run],
+    cols: &[(bool, Columns<'_>)],
+    timestamps: &mut Vec<i64>,
+    values: &mut Vec<f64>,
+) {
+    let mut order: Vec<u64> = Vec::with_capacity(timestamps.capacity());
+    let mut run_rows: Vec<(i64, f64, u64)> = Vec::new();
+    let mut tail: Vec<(i64, f64, u64)> = Vec::new();
+    for r in runs {
+        let c = &cols[r.batch as usize].1;
+        // Read position of each row: batch, then row.
+        let pos = |i: u32| (u64::from(r.batch) << 32) | u64::from(i);
+        run_rows.clear();
+        run_rows.extend((r.start..r.end).map(|i| (c.ts[i as usize], c.vals[i as usize], pos(i))));
+        if !r.sorted {
+            // Stable by time: of equal times the later row stays last, and is kept.
+            run_rows.sort_by_key(|x| x.0);
+            let mut w = 0;
+            for k in 0..run_rows.len() {
+                if run_rows.get(k + 1).is_some_and(|n| n.0 == run_rows[k].0) {
+                    continue;
+                }
+                run_rows[w] = run_rows[k];
+                w += 1;
+            }
+            run_rows.truncate(w);
+        }
+        let Some(&(first, _, _)) = run_rows.first() else {
+            continue;
+        };
+        if timestamps.last().is_none_or(|&t| t < first) {
+            timestamps.extend(run_rows.iter().map(|x| x.0));
+            values.extend(run_rows.iter().map(|x| x.1));
+            order.extend(run_rows.iter().map(|x| x.2));
+            continue;
+        }
+        let p = timestamps.partition_point(|&t| t < first);
+        tail.clear();
+        tail.extend(
+            timestamps[p..]
+                .iter()
+                .zip(&values[p..])
+                .zip(&order[p..])
+                .map(|((&t, &v), &o)| (t, v, o)),
+        );
+        timestamps.truncate(p);
+        values.truncate(p);
+        order.truncate(p);
+        let (mut a, mut b) = (0, 0);
+        while a < tail.len() || b < run_rows.len() {
+            let next = match (tail.get(a), run_rows.get(b)) {
+                (Some(x), Some(y)) if x.0 == y.0 => {
+                    a += 1;
+                    b += 1;
+                    if x.2 > y.2 { *x } else { *y }
+                }
+                (Some(x), Some(y)) if x.0 < y.0 => {
+                    a += 1;
+                    *x
+                }
+                (_, Some(y)) => {
+                    b += 1;
+                    *y
+                }
+                (Some(x), None) => {
+                    a += 1;
+                    *x
+                }
+                (None, None) => break,
+            };
+            timestamps.push(next.0);
+            values.push(next.1);
+            order.push(next.2);
+        }
     }
 }
 
