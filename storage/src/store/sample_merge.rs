@@ -292,8 +292,11 @@ mod tests {
         .expect("batch")
     }
 
+    /// A source's batches of (series, time, value) rows.
+    type Rows = Vec<Vec<(u64, i64, f64)>>;
+
     /// The reference: every row in read order, the last of each (series, time) kept.
-    fn reference(sources: &[Vec<Vec<(u64, i64, f64)>>]) -> Vec<SeriesSamples> {
+    fn reference(sources: &[Rows]) -> Vec<SeriesSamples> {
         let mut m: std::collections::BTreeMap<u64, std::collections::BTreeMap<i64, f64>> =
             Default::default();
         for s in sources {
@@ -312,7 +315,7 @@ mod tests {
             .collect()
     }
 
-    fn run(sources: &[Vec<Vec<(u64, i64, f64)>>], clean: &[bool]) -> Vec<SeriesSamples> {
+    fn run(sources: &[Rows], clean: &[bool]) -> Vec<SeriesSamples> {
         let srcs: Vec<SampleSource> = sources
             .iter()
             .zip(clean)
@@ -358,7 +361,7 @@ mod tests {
     }
 
     /// Segment-like sources: sorted by (series, time), one value per (series, time).
-    fn clean_source() -> impl Strategy<Value = Vec<Vec<(u64, i64, f64)>>> {
+    fn clean_source() -> impl Strategy<Value = Rows> {
         prop::collection::btree_map((0u64..5, 0i64..40), -5.0f64..5.0, 0..40).prop_map(|m| {
             let rows: Vec<(u64, i64, f64)> = m.into_iter().map(|((s, t), v)| (s, t, v)).collect();
             let mid = rows.len() / 2;
@@ -367,7 +370,7 @@ mod tests {
     }
 
     /// Memtable-like sources: any rows in any order.
-    fn dirty_source() -> impl Strategy<Value = Vec<Vec<(u64, i64, f64)>>> {
+    fn dirty_source() -> impl Strategy<Value = Rows> {
         prop::collection::vec(
             prop::collection::vec((0u64..5, 0i64..40, -5.0f64..5.0), 0..12),
             0..4,
