@@ -125,7 +125,7 @@ pub(crate) fn merge(sources: &[SampleSource], deadline: &Deadline) -> Result<Vec
             }
             let sorted = *clean || c.ts[run.clone()].windows(2).all(|w| w[0] < w[1]);
             debug_assert!(
-                sorted || !clean,
+                !clean || c.ts[run.clone()].windows(2).all(|w| w[0] < w[1]),
                 "a clean source is sorted by time per series"
             );
             by_series.entry(c.ids[run.start]).or_default().push(Run {
