@@ -32,7 +32,8 @@
 //! rejection with `partial_success`, `spawn_blocking` appends), `grpc` (tonic OTLP services; auth
 //! and admission before the message is read; `grpc/incoming` the accept loop with a connection cap
 //! and a first-bytes timeout),
-//! `prompb` (the remote-write protobuf messages, shared by the route and the wire pre-scan),
+//! `prompb` (the remote-write protobuf messages; `prompb/view` decodes a `WriteRequest` borrowing
+//! labels from the body, bounded as it goes),
 //! `telemetry` (own metrics, logging), `serve`/`shutdown` (listeners, SIGTERM: stop accepting,
 //! drain, flush, fsync, exit 0), `loadgen` (the synthetic OTLP requests that bin
 //! `otlp-load` posts and `server/benches/otlp.rs` decodes and maps). anyhow only in the binaries.
@@ -63,8 +64,8 @@
 //! `http/prometheus/*`: the Prometheus HTTP API Grafana's Prometheus datasource calls (`query`:
 //! instant/range PromQL through the runner; `meta`: series,
 //! labels, label values, metadata, buildinfo; `params`: Prometheus' time/duration/`match[]` parsing)
-//! and remote write 1.0 (`remote_write`: snappy + `prompb::WriteRequest` via prost derive ->
-//! `MetricBatch`, all or nothing); see docs/prom-api.md.
+//! and remote write 1.0 (`remote_write`: snappy + `prompb::view` -> `MetricBatch`, definitions
+//! only for series the store does not hold yet, all or nothing); see docs/prom-api.md.
 //!
 //! `assembly` (+`assembly/{context,evaluate,recover}`): trace-level LLM quality. Ingest tells
 //! the `Assembler` which traces hold an answer (on a span or in a GenAI log record) and which

@@ -1,6 +1,8 @@
 //! The protobuf messages of Prometheus remote write 1.0 that Sightline reads
 //! (`prometheus.WriteRequest`, prompb/remote.proto and types.proto): decoded by
-//! `http::prometheus::remote_write`, pre-scanned by `otlp::wire`, written by the tests' clients.
+//! `http::prometheus::remote_write` through the borrowed [`view`], written by the tests' clients.
+
+pub mod view;
 
 /// `prometheus.WriteRequest` (remote.proto).
 #[derive(Clone, PartialEq, prost::Message)]

@@ -570,17 +570,29 @@ impl SeriesDef {
     /// Stable series id: XXH3-64 over the metric name and the sorted labels, each string
     /// length-prefixed so that no two different label sets encode to the same bytes.
     pub fn compute_id(metric_name: &str, sorted_labels: &[(String, String)]) -> SeriesId {
-        let mut buf = Vec::with_capacity(64);
+        Self::id_of(
+            metric_name,
+            sorted_labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+    }
+
+    /// [`SeriesDef::compute_id`] of borrowed labels, already sorted by name and without
+    /// `__name__`; nothing is allocated.
+    pub fn id_of<'a>(
+        metric_name: &str,
+        sorted_labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> SeriesId {
+        let mut h = xxhash_rust::xxh3::Xxh3Default::new();
         let mut push = |s: &str| {
-            buf.extend_from_slice(&(s.len() as u64).to_le_bytes());
-            buf.extend_from_slice(s.as_bytes());
+            h.update(&(s.len() as u64).to_le_bytes());
+            h.update(s.as_bytes());
         };
         push(metric_name);
         for (k, v) in sorted_labels {
             push(k);
             push(v);
         }
-        SeriesId(xxhash_rust::xxh3::xxh3_64(&buf))
+        SeriesId(h.digest())
     }
 
     /// The value of label `name`, with `__name__` resolving to the metric name; `""` if absent
@@ -621,6 +633,31 @@ pub struct MetricBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids are stored on disk: the streaming hash must give the one-shot hash of the
+    /// length-prefixed strings, for short and long label sets alike.
+    #[test]
+    fn series_id_is_the_one_shot_hash_of_its_strings() {
+        for n in [0usize, 1, 3, 40] {
+            let labels: Vec<(String, String)> = (0..n)
+                .map(|i| (format!("label_{i:03}"), "v".repeat(i * 7)))
+                .collect();
+            let mut buf = Vec::new();
+            for s in std::iter::once("metric_total")
+                .chain(labels.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
+            {
+                buf.extend_from_slice(&(s.len() as u64).to_le_bytes());
+                buf.extend_from_slice(s.as_bytes());
+            }
+            let one_shot = SeriesId(xxhash_rust::xxh3::xxh3_64(&buf));
+            assert_eq!(SeriesDef::compute_id("metric_total", &labels), one_shot);
+        }
+        assert_eq!(
+            SeriesDef::compute_id("up", &[("job".into(), "a".into())]),
+            SeriesId(0x19ba_06a8_bb01_bb54),
+            "the id of a known series changed"
+        );
+    }
 
     #[test]
     fn series_id_is_order_independent_and_unambiguous() {

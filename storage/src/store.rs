@@ -261,7 +261,7 @@ impl Store {
         if batch.samples.is_empty() {
             return Ok(());
         }
-        let mut defs: HashMap<SeriesId, &SeriesDef> = HashMap::new();
+        let mut defs: rustc_hash::FxHashMap<SeriesId, &SeriesDef> = Default::default();
         for d in &batch.series {
             if SeriesDef::compute_id(&d.metric_name, &d.labels) != d.id {
                 return Err(StorageError::InvalidInput(format!(
@@ -280,7 +280,7 @@ impl Store {
         // Every definition in the batch is registered (even if no sample uses it yet), and each
         // referenced id without one must already be known.
         let mut used: Vec<SeriesDef> = defs.values().map(|d| (*d).clone()).collect();
-        let mut seen: HashSet<SeriesId> = defs.keys().copied().collect();
+        let mut seen: rustc_hash::FxHashSet<SeriesId> = defs.keys().copied().collect();
         for s in &batch.samples {
             if seen.insert(s.series) {
                 // A placeholder: the append fails with UnknownSeries unless the store knows it.
@@ -324,6 +324,17 @@ impl Store {
             out.extend(columnar::spans_from_batch(b)?);
         }
         Ok(out)
+    }
+
+    /// Which of `ids` `tenant` has defined (one answer per id, in order). Series are never
+    /// forgotten, so a `true` stays true: an append may reference those ids without their
+    /// definitions.
+    pub fn known_series(&self, tenant: &TenantId, ids: &[SeriesId]) -> Vec<bool> {
+        let state = self.inner.state.lock();
+        match state.catalogs.get(tenant) {
+            Some(c) => ids.iter().map(|&id| c.contains(id)).collect(),
+            None => vec![false; ids.len()],
+        }
     }
 
     /// Series of `tenant` whose labels satisfy every matcher.
@@ -570,7 +581,10 @@ impl Inner {
                 min_time.0, max_time.0
             )));
         }
-        let bytes = columnar::batch_bytes(&batch) + series.len() * 128;
+        // A definition costs about this much until flushed; a placeholder (an id the catalog
+        // should already hold) nothing.
+        let defined = series.iter().filter(|d| !d.metric_name.is_empty()).count();
+        let bytes = columnar::batch_bytes(&batch) + defined * 128;
         if let Err(e) = self.budget.reserve(bytes, self.config.retry_after) {
             self.counters
                 .rejected_over_budget

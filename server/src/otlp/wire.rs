@@ -1,9 +1,9 @@
 //! A bounded pre-scan of protobuf request bodies, run before `prost` decodes them.
 //!
-//! [`scan`] walks the wire format of an OTLP export request (or a Prometheus `WriteRequest`)
+//! [`scan`] walks the wire format of an OTLP export request
 //! along its schema without building any message: an explicit stack instead of recursion,
 //! nesting capped exactly as `prost` caps it (100 levels), no allocation but the stack. It
-//! counts the request's items (spans, log records, metric data points, remote-write samples)
+//! counts the request's items (spans, log records, metric data points)
 //! and estimates the heap the decoded `prost` structs will take, and stops as soon as either
 //! passes its bound, so a body of millions of empty spans is refused after reading the first
 //! few kilobytes past the limit instead of being materialised.
@@ -50,11 +50,10 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Sta
 use prost::encoding::{WireType, decode_key, decode_varint};
 
 use crate::error::IngestError;
-use crate::prompb as prom;
 
 pub mod json;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// The request a body should hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,8 +64,6 @@ pub enum Root {
     Metrics,
     /// `ExportLogsServiceRequest` (items: log records).
     Logs,
-    /// `prometheus.WriteRequest` (items: samples).
-    PromWrite,
 }
 
 impl Root {
@@ -75,7 +72,6 @@ impl Root {
             Self::Traces => Msg::TraceRequest,
             Self::Metrics => Msg::MetricsRequest,
             Self::Logs => Msg::LogsRequest,
-            Self::PromWrite => Msg::PromWriteRequest,
         }
     }
 
@@ -90,7 +86,6 @@ impl Root {
             Self::Traces => "ExportTraceServiceRequest",
             Self::Metrics => "ExportMetricsServiceRequest",
             Self::Logs => "ExportLogsServiceRequest",
-            Self::PromWrite => "prometheus.WriteRequest",
         }
     }
 }
@@ -153,12 +148,6 @@ enum Msg {
     SummaryPoint,
     Quantile,
     Exemplar,
-    PromWriteRequest,
-    PromTimeSeries,
-    PromLabel,
-    PromSample,
-    PromExemplar,
-    PromMetadata,
 }
 
 /// How a known field is encoded and stored.
@@ -174,15 +163,13 @@ enum Field {
     Bytes,
     /// A repeated string.
     RepStr,
-    /// A repeated bytes value.
-    RepBytes,
     /// A singular or oneof message, stored inline.
     Message(Msg),
     /// A repeated message.
     RepMessage(Msg),
 }
 
-use Field::{Bytes, Message, RepBytes, RepMessage, RepStr, Repeated, Scalar, Str};
+use Field::{Bytes, Message, RepMessage, RepStr, Repeated, Scalar, Str};
 const VARINT: WireType = WireType::Varint;
 const FIXED32: WireType = WireType::ThirtyTwoBit;
 const FIXED64: WireType = WireType::SixtyFourBit;
@@ -225,12 +212,6 @@ impl Msg {
             Self::SummaryPoint => size_of::<SummaryDataPoint>(),
             Self::Quantile => size_of::<ValueAtQuantile>(),
             Self::Exemplar => size_of::<Exemplar>(),
-            Self::PromWriteRequest => size_of::<prom::WriteRequest>(),
-            Self::PromTimeSeries => size_of::<prom::TimeSeries>(),
-            Self::PromLabel => size_of::<prom::Label>(),
-            Self::PromSample => size_of::<prom::Sample>(),
-            Self::PromExemplar => size_of::<prom::Exemplar>(),
-            Self::PromMetadata => size_of::<prom::MetricMetadata>(),
         }
     }
 
@@ -244,12 +225,11 @@ impl Msg {
                 | Self::HistogramPoint
                 | Self::ExpHistogramPoint
                 | Self::SummaryPoint
-                | Self::PromSample
         )
     }
 
     /// The field with this tag (`None`: unknown, skipped as `prost` skips it). Tags and types
-    /// follow the `opentelemetry-proto` and `prompb` definitions field by field.
+    /// follow the `opentelemetry-proto` definitions field by field.
     fn field(self, tag: u32) -> Option<Field> {
         const U64: usize = size_of::<u64>();
         let f = match (self, tag) {
@@ -363,21 +343,6 @@ impl Msg {
             (Self::Exemplar, 7) => RepMessage(Self::KeyValue),
             (Self::Exemplar, 2 | 3 | 6) => Scalar(FIXED64),
             (Self::Exemplar, 4 | 5) => Bytes,
-            // prompb (remote write 1.0)
-            (Self::PromWriteRequest, 1) => RepMessage(Self::PromTimeSeries),
-            (Self::PromWriteRequest, 3) => RepMessage(Self::PromMetadata),
-            (Self::PromTimeSeries, 1) => RepMessage(Self::PromLabel),
-            (Self::PromTimeSeries, 2) => RepMessage(Self::PromSample),
-            (Self::PromTimeSeries, 3) => RepMessage(Self::PromExemplar),
-            (Self::PromTimeSeries, 4) => RepBytes,
-            (Self::PromLabel, 1 | 2) => Str,
-            (Self::PromSample, 1) => Scalar(FIXED64),
-            (Self::PromSample, 2) => Scalar(VARINT),
-            (Self::PromExemplar, 1) => RepMessage(Self::PromLabel),
-            (Self::PromExemplar, 2) => Scalar(FIXED64),
-            (Self::PromExemplar, 3) => Scalar(VARINT),
-            (Self::PromMetadata, 1) => Scalar(VARINT),
-            (Self::PromMetadata, 2 | 4 | 5) => Str,
             _ => return None,
         };
         Some(f)
@@ -633,8 +598,8 @@ pub fn scan(root: Root, buf: &[u8], bounds: Bounds) -> Result<Scan, IngestError>
             Str | Bytes => {
                 w.bytes_value(wire, field == Str)?;
             }
-            RepStr | RepBytes => {
-                w.bytes_value(wire, field == RepStr)?;
+            RepStr => {
+                w.bytes_value(wire, true)?;
                 w.charge_elements(1, size_of::<Vec<u8>>(), first)?;
             }
             Message(child) | RepMessage(child) => {

@@ -70,6 +70,9 @@ fn partition_pieces(
 /// it is). Only the sort keys are gathered to find the order; the rows are then copied once,
 /// straight into it, so a flush holds the frozen memtable and one copy of a partition's rows.
 fn gather_sorted(signal: Signal, batches: &[RecordBatch], pieces: &[Piece]) -> Result<RecordBatch> {
+    if signal == Signal::Samples {
+        return gather_samples(batches, pieces);
+    }
     let rows: usize = pieces
         .iter()
         .map(|p| match p {
@@ -110,6 +113,120 @@ fn gather_sorted(signal: Signal, batches: &[RecordBatch], pieces: &[Piece]) -> R
     let refs: Vec<&RecordBatch> = batches.iter().collect();
     Ok(arrow_select::interleave::interleave_record_batch(
         &refs, &sorted,
+    )?)
+}
+
+/// [`gather_sorted`] for samples, by a counting sort on the series (a memtable holds many
+/// rows per series): each row is copied once, in memtable order, straight into the output
+/// columns at its series' place; then each series' run is put in time order (it already is
+/// when its samples arrived in order, the usual case) and of rows sharing a time the last
+/// written stays, as [`segment::segment_order`] keeps. Holds the output columns and a few
+/// bytes per series, not sort keys and a permutation per row.
+fn gather_samples(batches: &[RecordBatch], pieces: &[Piece]) -> Result<RecordBatch> {
+    use arrow_array::{Float64Array, TimestampMillisecondArray};
+    type Columns<'a> = (&'a [u64], &'a [i64], &'a [f64]);
+    let cols = batches
+        .iter()
+        .map(|b| -> Result<Columns<'_>> {
+            Ok((
+                crate::columnar::decode_column::<UInt64Array>(b, schema::col::SERIES_ID)?.values(),
+                crate::columnar::decode_column::<TimestampMillisecondArray>(
+                    b,
+                    schema::col::TIMESTAMP,
+                )?
+                .values(),
+                crate::columnar::decode_column::<Float64Array>(b, schema::col::VALUE)?.values(),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Every row of the pieces, in memtable order.
+    let each_row = |f: &mut dyn FnMut(u64, i64, f64)| {
+        for p in pieces {
+            let (b, rows) = match p {
+                Piece::Whole(b) => (*b, None),
+                Piece::Rows(b, idx) => (*b, Some(idx)),
+            };
+            let (series, ts, values) = cols[b];
+            match rows {
+                None => (0..series.len()).for_each(|r| f(series[r], ts[r], values[r])),
+                Some(idx) => idx.iter().for_each(|&r| {
+                    let r = r as usize;
+                    f(series[r], ts[r], values[r])
+                }),
+            }
+        }
+    };
+    // Rows per series, then each series' first place in id order.
+    let mut slot: rustc_hash::FxHashMap<u64, usize> = Default::default();
+    let mut counts: Vec<usize> = Vec::new();
+    each_row(&mut |s, _, _| {
+        let next = counts.len();
+        let i = *slot.entry(s).or_insert(next);
+        if i == next {
+            counts.push(0);
+        }
+        counts[i] += 1;
+    });
+    let mut ids: Vec<(u64, usize)> = slot.iter().map(|(&s, &i)| (s, i)).collect();
+    ids.sort_unstable();
+    let mut start = vec![0usize; counts.len()];
+    let mut runs = Vec::with_capacity(ids.len());
+    let mut at = 0;
+    for &(s, i) in &ids {
+        start[i] = at;
+        runs.push((s, at..at + counts[i]));
+        at += counts[i];
+    }
+    let rows = at;
+    let (mut out_series, mut out_ts, mut out_values) =
+        (vec![0u64; rows], vec![0i64; rows], vec![0f64; rows]);
+    let mut fill = start;
+    each_row(&mut |s, t, v| {
+        let i = slot[&s];
+        let at = fill[i];
+        fill[i] += 1;
+        (out_series[at], out_ts[at], out_values[at]) = (s, t, v);
+    });
+    // Each run into time order, one row per time, compacted towards the front.
+    let mut write = 0;
+    let mut scratch: Vec<(i64, f64)> = Vec::new();
+    for (s, run) in runs {
+        let ordered = out_ts[run.clone()].windows(2).all(|w| w[0] < w[1]);
+        let len = if ordered {
+            out_ts.copy_within(run.clone(), write);
+            out_values.copy_within(run.clone(), write);
+            run.len()
+        } else {
+            scratch.clear();
+            scratch.extend(run.clone().map(|r| (out_ts[r], out_values[r])));
+            // Stable: of equal times the later written stays later, then alone.
+            scratch.sort_by_key(|&(t, _)| t);
+            let mut n = 0;
+            for k in 0..scratch.len() {
+                if scratch
+                    .get(k + 1)
+                    .is_some_and(|next| next.0 == scratch[k].0)
+                {
+                    continue;
+                }
+                (out_ts[write + n], out_values[write + n]) = scratch[k];
+                n += 1;
+            }
+            n
+        };
+        out_series[write..write + len].fill(s);
+        write += len;
+    }
+    out_series.truncate(write);
+    out_ts.truncate(write);
+    out_values.truncate(write);
+    Ok(RecordBatch::try_new(
+        schema::of(Signal::Samples),
+        vec![
+            Arc::new(UInt64Array::from(out_series)),
+            Arc::new(TimestampMillisecondArray::from(out_ts)),
+            Arc::new(Float64Array::from(out_values)),
+        ],
     )?)
 }
 
@@ -401,5 +518,42 @@ mod tests {
             .collect();
         // (1,3) 6.0, (1,9) last written 4.0, (2,5) last written 7.0, (3,1) 3.0.
         assert_eq!(rows, vec![(1, 6.0), (1, 4.0), (2, 7.0), (3, 3.0)]);
+    }
+
+    proptest::proptest! {
+        /// The counting sort of samples against the general sort of their concatenation, on
+        /// few series and times (so repeats and disorder are common) and pieces of batches.
+        #[test]
+        fn sample_gather_is_the_sort_of_the_concatenation(
+            batches in proptest::collection::vec(
+                proptest::collection::vec((0u64..5, 0i64..12, -1e3f64..1e3), 1..30),
+                1..5,
+            ),
+            picks in proptest::collection::vec(proptest::option::of(0u8..4), 5),
+        ) {
+            let batches: Vec<RecordBatch> = batches.iter().map(|b| samples(b)).collect();
+            let mut pieces = Vec::new();
+            let mut parts = Vec::new();
+            for (b, batch) in batches.iter().enumerate() {
+                match picks[b] {
+                    None => {
+                        pieces.push(Piece::Whole(b));
+                        parts.push(batch.clone());
+                    }
+                    Some(m) => {
+                        let idx: Vec<u32> = (0..batch.num_rows() as u32)
+                            .filter(|r| r % 4 != u32::from(m))
+                            .collect();
+                        let take = arrow_array::UInt32Array::from(idx.clone());
+                        parts.push(columnar::take_batch(batch, &take).unwrap());
+                        pieces.push(Piece::Rows(b, idx));
+                    }
+                }
+            }
+            let got = gather_samples(&batches, &pieces).unwrap();
+            let concat =
+                arrow_select::concat::concat_batches(&schema::of(Signal::Samples), &parts).unwrap();
+            proptest::prop_assert_eq!(got, segment::sort_samples(&concat).unwrap());
+        }
     }
 }

@@ -5,7 +5,9 @@
 //! `TimeSeries` becomes one series: `__name__` is the metric name, the other labels its
 //! labels (labels with empty values are dropped, as Prometheus treats them as absent);
 //! samples are stored as sent, timestamps in milliseconds, values bit for bit (so the
-//! staleness-marker NaN stays a staleness marker). `MetricMetadata` is remembered per tenant
+//! staleness-marker NaN stays a staleness marker). The body is decoded as a borrowed view
+//! ([`crate::prompb::view`]); a series the store already holds is identified by the hash of its
+//! labels and appended by id, and only a new series is validated in full and defined. `MetricMetadata` is remembered per tenant
 //! and gives type, help and unit to series created afterwards and to `/api/v1/metadata`.
 //! Exemplars and native histograms are not stored (counted in
 //! `sightline_ingest_rejected_items_total{reason="unsupported_exemplar"|"unsupported_native_histogram"}`).
@@ -13,15 +15,14 @@
 //! Answers: 204 stored; 400 (plain-text message) bad snappy, bad protobuf, an empty,
 //! duplicate or invalid label name, a missing `__name__`, too many labels or too long a value,
 //! a timestamp too far in the future; 401 missing or unknown token; 413 body, decompressed body
-//! (the snappy header's length, checked before allocating), sample count or estimated decoded
-//! size over a limit (counted by the pre-scan before decoding); 415 another content type or
+//! (the snappy header's length, checked before allocating), sample count or decoded size over
+//! a limit (counted while decoding, refused at the first sample past it); 415 another content type or
 //! encoding (remote write 2.0 included); 429 too many requests in flight or the in-flight
 //! decoded-bytes budget spent, 503 memory budget exhausted or shutting down
 //! (both with `Retry-After`; Prometheus retries 5xx, and 429 with `retry_on_http_429`). A
 //! refused request stores nothing: the batch is appended in one durable store append, or not
 //! at all.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,8 +32,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
-use prost::Message as _;
-use sightline_storage::{MetricBatch, MetricKind, Sample, SeriesDef, TenantId};
+use sightline_storage::model::METRIC_NAME_LABEL;
+use sightline_storage::{MetricBatch, MetricKind, Sample, SeriesDef, SeriesId, TenantId};
 
 use super::meta::valid_label_name;
 use super::{FamilyMeta, PromState};
@@ -41,7 +42,7 @@ use crate::http::AppState;
 use crate::ingest::budget::{DecodedBudget, Reservation};
 use crate::limits::Limits;
 use crate::otlp::SignalKind;
-use crate::prompb as proto;
+use crate::prompb::view::{self, WriteView};
 use crate::telemetry::Transport;
 
 /// The Prometheus type name of a `MetricType` code.
@@ -77,18 +78,15 @@ pub fn valid_metric_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
 }
 
-/// Decompresses and decodes a request body within `limits`: the length the snappy header
-/// declares is checked against `max_decompressed_bytes` and reserved in `budget` before the
-/// buffer is allocated; the protobuf is pre-scanned ([`crate::otlp::wire`]: samples against
-/// `max_items_per_request`, estimated decoded size against `max_decoded_bytes`, reserved too)
-/// before `prost` decodes it. The returned reservation holds the decoded request's share of
-/// the budget; keep it until the request is stored.
-pub fn decode(
+/// Decompresses a request body within `limits`: the length the snappy header declares is
+/// checked against `max_decompressed_bytes` and reserved in `budget` before the buffer is
+/// allocated. The returned reservation holds the buffer's share of the budget; [`decode`]
+/// grows it with the decoded view's. Keep it until the request is stored.
+pub fn decompress(
     body: &[u8],
     limits: &Limits,
     budget: &Arc<DecodedBudget>,
-) -> Result<(proto::WriteRequest, Reservation), IngestError> {
-    use crate::otlp::wire;
+) -> Result<(Vec<u8>, Reservation), IngestError> {
     let max_decompressed = limits.max_decompressed_bytes;
     let len = snap::raw::decompress_len(body)
         .map_err(|e| IngestError::Malformed(format!("invalid snappy body: {e}")))?;
@@ -102,26 +100,30 @@ pub fn decode(
     let raw = snap::raw::Decoder::new()
         .decompress_vec(body)
         .map_err(|e| IngestError::Malformed(format!("invalid snappy body: {e}")))?;
-    let bounds = wire::Bounds {
-        max_items: limits.max_items_per_request as u64,
+    Ok((raw, reserved))
+}
+
+/// Decodes a decompressed body into a view borrowing from it, within `limits` (samples
+/// against `max_items_per_request`, labels per series against `max_attributes_per_item`,
+/// the view's memory against `max_decoded_bytes` and in `reserved`), refusing as soon as one
+/// is passed.
+pub fn decode<'a>(
+    raw: &'a [u8],
+    limits: &Limits,
+    reserved: &mut Reservation,
+) -> Result<WriteView<'a>, IngestError> {
+    let bounds = view::Bounds {
+        max_samples: limits.max_items_per_request,
+        max_labels: limits.max_attributes_per_item,
         max_decoded_bytes: limits.max_decoded_bytes as u64,
     };
-    let scan = wire::scan(wire::Root::PromWrite, &raw, bounds).map_err(|e| match e {
-        IngestError::TooLarge(m) => IngestError::TooLarge(m.replace("items", "samples")),
-        e => e,
-    })?;
-    reserved.grow(scan.decoded_bytes)?;
-    let req = proto::WriteRequest::decode(raw.as_slice())
-        .map_err(|e| IngestError::Malformed(format!("invalid prometheus.WriteRequest: {e}")))?;
-    drop(raw);
-    reserved.release(len as u64);
-    Ok((req, reserved))
+    view::decode(raw, bounds, reserved)
 }
 
 /// What a mapped request holds besides its batch.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Mapped {
-    /// Series and samples to append.
+    /// Series and samples to append: a definition for each series the store did not know.
     pub batch: MetricBatch,
     /// Exemplars dropped.
     pub exemplars: u64,
@@ -130,8 +132,8 @@ pub struct Mapped {
 }
 
 /// Metadata of the families in a request.
-pub fn request_metadata(req: &proto::WriteRequest) -> Vec<(String, FamilyMeta)> {
-    req.metadata
+pub fn request_metadata(view: &WriteView<'_>) -> Vec<(String, FamilyMeta)> {
+    view.metadata
         .iter()
         .filter(|m| !m.metric_family_name.is_empty())
         .map(|m| {
@@ -147,107 +149,154 @@ pub fn request_metadata(req: &proto::WriteRequest) -> Vec<(String, FamilyMeta)> 
         .collect()
 }
 
+/// The metric name and id of a series from its wire labels, checking what every request must
+/// satisfy (no empty or repeated label name, a non-empty `__name__`); `sorted` is scratch
+/// space. Allocates nothing when the labels come sorted, as Prometheus sends them.
+fn identify<'a>(
+    labels: &[(&'a str, &'a str)],
+    sorted: &mut Vec<(&'a str, &'a str)>,
+) -> Result<(&'a str, SeriesId), String> {
+    sorted.clear();
+    sorted.extend_from_slice(labels);
+    if !sorted.windows(2).all(|w| w[0].0 < w[1].0) {
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(format!("duplicate label name {:?}", w[0].0));
+        }
+    }
+    if sorted.first().is_some_and(|(n, _)| n.is_empty()) {
+        return Err("empty label name".into());
+    }
+    let name = sorted
+        .iter()
+        .find(|(n, _)| *n == METRIC_NAME_LABEL)
+        .map(|(_, v)| *v)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| "missing __name__ label".to_owned())?;
+    let id = SeriesDef::id_of(
+        name,
+        sorted
+            .iter()
+            .filter(|(n, v)| *n != METRIC_NAME_LABEL && !v.is_empty())
+            .copied(),
+    );
+    Ok((name, id))
+}
+
+/// The definition of a series the store does not know yet, after the checks a new series must
+/// pass (label names, value lengths, the metric name); `meta` gives its family's metadata.
+fn define(
+    labels: &[(&str, &str)],
+    name: &str,
+    limits: &Limits,
+    meta: &dyn Fn(&str) -> Option<FamilyMeta>,
+) -> Result<SeriesDef, String> {
+    let mut owned = Vec::with_capacity(labels.len());
+    for &(n, v) in labels {
+        if !valid_label_name(n) {
+            return Err(format!("invalid label name {n:?}"));
+        }
+        if v.len() > limits.max_attribute_value_bytes {
+            return Err(format!(
+                "value of label {n:?} is {} bytes, over the limit of {}",
+                v.len(),
+                limits.max_attribute_value_bytes
+            ));
+        }
+        if n != METRIC_NAME_LABEL && !v.is_empty() {
+            owned.push((n.to_owned(), v.to_owned()));
+        }
+    }
+    if !valid_metric_name(name) {
+        return Err(format!("invalid metric name {name:?}"));
+    }
+    let family_meta = meta(name).or_else(|| {
+        ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|sfx| name.strip_suffix(sfx))
+            .and_then(meta)
+            .filter(|m| matches!(m.kind.as_str(), "histogram" | "gaugehistogram" | "summary"))
+    });
+    let kind = family_meta
+        .as_ref()
+        .map_or(MetricKind::Unknown, |m| kind_of(&m.kind));
+    let mut def = SeriesDef::new(name, kind, owned);
+    if let Some(m) = family_meta {
+        def.help = m.help;
+        def.unit = m.unit;
+    }
+    Ok(def)
+}
+
 /// Maps a request onto a storage batch, or refuses all of it. `meta` finds the metadata of a
-/// family by name.
+/// family by name; `known` says which series ids the store already holds (one answer per
+/// id). Every series is identified and its samples checked; only the ones the store does not
+/// know are validated in full and defined, so a request of known series allocates nothing
+/// per label.
 pub fn map_request(
-    req: &proto::WriteRequest,
+    view: &WriteView<'_>,
     limits: &Limits,
     now_ms: i64,
     meta: &dyn Fn(&str) -> Option<FamilyMeta>,
+    known: &dyn Fn(&[SeriesId]) -> Vec<bool>,
 ) -> Result<Mapped, IngestError> {
-    let samples: usize = req.timeseries.iter().map(|t| t.samples.len()).sum();
-    if samples > limits.max_items_per_request {
+    if view.samples.len() > limits.max_items_per_request {
         return Err(IngestError::TooLarge(format!(
-            "{samples} samples in one request, over the limit of {}",
+            "{} samples in one request, over the limit of {}",
+            view.samples.len(),
             limits.max_items_per_request
         )));
     }
     let max_ts = now_ms.saturating_add(
         i64::try_from(limits.max_future_skew_secs.saturating_mul(1000)).unwrap_or(i64::MAX),
     );
+    let bad = |i: usize, m: String| IngestError::Malformed(format!("series {i}: {m}"));
     let mut out = Mapped::default();
-    out.batch.samples.reserve(samples);
-    let mut defined = HashSet::new();
-    for (i, ts) in req.timeseries.iter().enumerate() {
-        out.exemplars += ts.exemplars.len() as u64;
-        out.histograms += ts.histograms.len() as u64;
-        let bad = |m: String| IngestError::Malformed(format!("series {i}: {m}"));
-        if ts.labels.len() > limits.max_attributes_per_item {
-            return Err(bad(format!(
-                "{} labels, over the limit of {}",
-                ts.labels.len(),
-                limits.max_attributes_per_item
-            )));
+    let mut sorted = Vec::new();
+    let mut ids = Vec::with_capacity(view.series.len());
+    for (i, s) in view.series.iter().enumerate() {
+        out.exemplars += s.exemplars;
+        out.histograms += s.histograms;
+        let (_, id) = identify(view.labels_of(s), &mut sorted).map_err(|m| bad(i, m))?;
+        if let Some(p) = view.samples_of(s).iter().find(|p| p.timestamp > max_ts) {
+            return Err(bad(
+                i,
+                format!(
+                    "sample timestamp {} ms is more than {} s in the future",
+                    p.timestamp, limits.max_future_skew_secs
+                ),
+            ));
         }
-        let mut name: Option<&str> = None;
-        let mut labels: Vec<(String, String)> = Vec::with_capacity(ts.labels.len());
-        let mut seen: HashSet<&str> = HashSet::with_capacity(ts.labels.len());
-        for l in &ts.labels {
-            if l.name.is_empty() {
-                return Err(bad("empty label name".into()));
-            }
-            if !seen.insert(l.name.as_str()) {
-                return Err(bad(format!("duplicate label name {:?}", l.name)));
-            }
-            if !valid_label_name(&l.name) {
-                return Err(bad(format!("invalid label name {:?}", l.name)));
-            }
-            if l.value.len() > limits.max_attribute_value_bytes {
-                return Err(bad(format!(
-                    "value of label {:?} is {} bytes, over the limit of {}",
-                    l.name,
-                    l.value.len(),
-                    limits.max_attribute_value_bytes
-                )));
-            }
-            if l.name == "__name__" {
-                name = Some(l.value.as_str());
-            } else if !l.value.is_empty() {
-                labels.push((l.name.clone(), l.value.clone()));
+        ids.push(id);
+    }
+    let known = known(&ids);
+    debug_assert_eq!(known.len(), ids.len(), "one answer per id");
+    let mut defined = std::collections::HashSet::new();
+    out.batch.samples.reserve(view.samples.len());
+    for (i, s) in view.series.iter().enumerate() {
+        let id = ids[i];
+        if !known.get(i).copied().unwrap_or(false) && defined.insert(id) {
+            let labels = view.labels_of(s);
+            let (name, _) = identify(labels, &mut sorted).map_err(|m| bad(i, m))?;
+            let def = define(labels, name, limits, meta).map_err(|m| bad(i, m))?;
+            debug_assert_eq!(
+                def.id, id,
+                "the definition hashes to the id it was found by"
+            );
+            if !s.samples.is_empty() {
+                out.batch.series.push(def);
+            } else {
+                // Checked like any new series, but a series without samples is not defined.
+                defined.remove(&id);
             }
         }
-        let name = name
-            .filter(|n| !n.is_empty())
-            .ok_or_else(|| bad("missing __name__ label".into()))?;
-        if !valid_metric_name(name) {
-            return Err(bad(format!("invalid metric name {name:?}")));
-        }
-        if let Some(s) = ts.samples.iter().find(|s| s.timestamp > max_ts) {
-            return Err(bad(format!(
-                "sample timestamp {} ms is more than {} s in the future",
-                s.timestamp, limits.max_future_skew_secs
-            )));
-        }
-        if ts.samples.is_empty() {
-            continue;
-        }
-        let family_meta = meta(name).or_else(|| {
-            ["_bucket", "_sum", "_count"]
-                .iter()
-                .find_map(|sfx| name.strip_suffix(sfx))
-                .and_then(meta)
-                .filter(|m| matches!(m.kind.as_str(), "histogram" | "gaugehistogram" | "summary"))
-        });
-        let mut def = SeriesDef::new(
-            name,
-            family_meta
-                .as_ref()
-                .map_or(MetricKind::Unknown, |m| kind_of(&m.kind)),
-            labels,
-        );
-        let id = def.id;
-        if defined.insert(id) {
-            if let Some(m) = family_meta {
-                def.help = m.help;
-                def.unit = m.unit;
-            }
-            out.batch.series.push(def);
-        }
-        out.batch.samples.extend(ts.samples.iter().map(|s| Sample {
-            series: id,
-            timestamp_ms: s.timestamp,
-            value: s.value,
-        }));
+        out.batch
+            .samples
+            .extend(view.samples_of(s).iter().map(|p| Sample {
+                series: id,
+                timestamp_ms: p.timestamp,
+                value: p.value,
+            }));
     }
     Ok(out)
 }
@@ -331,12 +380,15 @@ async fn receive(
         // Refused before decoding while the memtables are at their budget (see
         // `Store::check_memory`); the compressed size stands in for the rows'.
         store.check_memory(bytes.len())?;
-        let (req, _reserved) = decode(&bytes, &limits, &budget)?;
+        let (raw, mut reserved) = decompress(&bytes, &limits, &budget)?;
         drop(bytes);
-        ps.remember_metadata(&tenant, request_metadata(&req));
+        let view = decode(&raw, &limits, &mut reserved)?;
+        ps.remember_metadata(&tenant, request_metadata(&view));
         let lookup = |family: &str| ps.family_metadata(&tenant, family);
-        let mapped = map_request(&req, &limits, now_ms, &lookup)?;
-        drop(req);
+        let known = |ids: &[SeriesId]| store.known_series(&tenant, ids);
+        let mapped = map_request(&view, &limits, now_ms, &lookup, &known)?;
+        drop(view);
+        drop(raw);
         for (reason, n) in [
             ("unsupported_exemplar", mapped.exemplars),
             ("unsupported_native_histogram", mapped.histograms),
@@ -398,8 +450,10 @@ pub fn error_response(e: &IngestError) -> Response {
 
 #[cfg(test)]
 mod tests {
+    use prost::Message as _;
+
     use super::*;
-    use crate::prompb::*;
+    use crate::prompb::{self as proto, Label, MetricMetadata, TimeSeries, WriteRequest};
 
     fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> TimeSeries {
         TimeSeries {
@@ -422,12 +476,26 @@ mod tests {
         }
     }
 
+    /// Maps `req` as the handler does, the store knowing the series in `known`.
+    fn map_with(
+        req: &WriteRequest,
+        known: &[SeriesId],
+        meta: &dyn Fn(&str) -> Option<FamilyMeta>,
+    ) -> Result<Mapped, IngestError> {
+        let raw = req.encode_to_vec();
+        let budget = DecodedBudget::new(1 << 30);
+        let mut held = budget.reservation();
+        let view = decode(&raw, &Limits::default(), &mut held)?;
+        let known = |ids: &[SeriesId]| ids.iter().map(|id| known.contains(id)).collect();
+        map_request(&view, &Limits::default(), 10_000, meta, &known)
+    }
+
     fn map(ts: Vec<TimeSeries>) -> Result<Mapped, IngestError> {
         let req = WriteRequest {
             timeseries: ts,
             metadata: vec![],
         };
-        map_request(&req, &Limits::default(), 10_000, &|_| None)
+        map_with(&req, &[], &|_| None)
     }
 
     #[test]
@@ -448,12 +516,45 @@ mod tests {
     }
 
     #[test]
+    fn known_series_are_not_defined_again() {
+        let req = WriteRequest {
+            timeseries: vec![
+                series(&[("__name__", "up"), ("job", "a")], &[(1, 1.0)]),
+                series(&[("job", "b"), ("__name__", "up")], &[(1, 2.0)]),
+                series(&[("__name__", "up"), ("job", "a")], &[(2, 3.0)]),
+            ],
+            metadata: vec![],
+        };
+        let fresh = map_with(&req, &[], &|_| None).unwrap_or_default();
+        assert_eq!(
+            fresh.batch.series.len(),
+            2,
+            "a repeated series is defined once"
+        );
+        let a = fresh.batch.series[0].id;
+        let b = fresh.batch.series[1].id;
+        assert_eq!(
+            a,
+            SeriesDef::new("up", MetricKind::Unknown, vec![("job".into(), "a".into())]).id
+        );
+        let later = map_with(&req, &[a], &|_| None).unwrap_or_default();
+        assert_eq!(later.batch.series.len(), 1);
+        assert_eq!(
+            later.batch.series[0].id, b,
+            "labels out of order find the same id"
+        );
+        let ids: Vec<SeriesId> = later.batch.samples.iter().map(|s| s.series).collect();
+        assert_eq!(ids, vec![a, b, a]);
+    }
+
+    #[test]
     fn refuses_bad_labels() {
         for labels in [
             vec![("job", "a")],
             vec![("__name__", "")],
             vec![("__name__", "up"), ("", "x")],
             vec![("__name__", "up"), ("a", "1"), ("a", "2")],
+            vec![("a", "1"), ("__name__", "up"), ("a", "2")],
             vec![("__name__", "up"), ("a-b", "1")],
             vec![("__name__", "1up")],
         ] {
@@ -484,8 +585,13 @@ mod tests {
                 unit: "seconds".into(),
             }],
         };
-        let meta = request_metadata(&req);
-        let m = map_request(&req, &Limits::default(), 10, &|f| {
+        let raw = req.encode_to_vec();
+        let budget = DecodedBudget::new(1 << 30);
+        let mut held = budget.reservation();
+        let meta = decode(&raw, &Limits::default(), &mut held)
+            .map(|v| request_metadata(&v))
+            .unwrap_or_default();
+        let m = map_with(&req, &[], &|f| {
             meta.iter().find(|(n, _)| n == f).map(|(_, m)| m.clone())
         })
         .unwrap_or_default();
@@ -494,23 +600,29 @@ mod tests {
     }
 
     #[test]
-    fn decode_refuses_garbage() {
+    fn decompress_refuses_garbage() {
         let limits = Limits {
             max_decompressed_bytes: 1 << 20,
             ..Limits::default()
         };
         let budget = DecodedBudget::new(1 << 30);
         assert!(matches!(
-            decode(b"\xff\xff\xff\xff\xff", &limits, &budget),
+            decompress(b"\xff\xff\xff\xff\xff", &limits, &budget),
             Err(IngestError::Malformed(_))
         ));
-        let not_proto = snap::raw::Encoder::new()
-            .compress_vec(b"\x0a\xff\xff\xff")
-            .unwrap_or_default();
+        let (not_proto, mut held) = decompress(
+            &snap::raw::Encoder::new()
+                .compress_vec(b"\x0a\xff\xff\xff")
+                .unwrap_or_default(),
+            &limits,
+            &budget,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(
-            decode(&not_proto, &limits, &budget),
+            decode(&not_proto, &limits, &mut held),
             Err(IngestError::Malformed(_))
         ));
+        drop(held);
         let big = snap::raw::Encoder::new()
             .compress_vec(&vec![0u8; 4096])
             .unwrap_or_default();
@@ -519,37 +631,38 @@ mod tests {
             ..Limits::default()
         };
         assert!(matches!(
-            decode(&big, &small, &budget),
+            decompress(&big, &small, &budget),
             Err(IngestError::TooLarge(_))
         ));
         assert_eq!(budget.used(), 0);
     }
 
     #[test]
-    fn decode_counts_samples_before_decoding() {
-        // 200,000 empty samples: 400 kB of protobuf, tens of MB once decoded.
+    fn decode_counts_samples_as_it_goes() {
+        // 200,000 empty samples: 400 kB of protobuf, 3.2 MB once decoded.
         let mut series = [0x12u8, 0x00].repeat(200_000);
         let mut raw = vec![0x0a];
         prost::encoding::encode_varint(series.len() as u64, &mut raw);
         raw.append(&mut series);
-        let body = snap::raw::Encoder::new()
-            .compress_vec(&raw)
-            .unwrap_or_default();
         let budget = DecodedBudget::new(1 << 30);
-        let r = decode(&body, &Limits::default(), &budget);
+        let mut held = budget.reservation();
+        let r = decode(&raw, &Limits::default(), &mut held);
         assert!(
             matches!(&r, Err(IngestError::TooLarge(m)) if m.contains("samples")),
             "{r:?}"
         );
+        drop(held);
         assert_eq!(budget.used(), 0);
         let ok = Limits {
             max_items_per_request: 200_000,
             ..Limits::default()
         };
-        let (req, held) = decode(&body, &ok, &budget).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(req.timeseries[0].samples.len(), 200_000);
+        let mut held = budget.reservation();
+        let view = decode(&raw, &ok, &mut held).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(view.samples.len(), 200_000);
         assert_eq!(budget.used(), held.bytes());
-        assert!(held.bytes() >= 200_000 * std::mem::size_of::<proto::Sample>() as u64);
+        assert!(held.bytes() >= 200_000 * std::mem::size_of::<view::Sample>() as u64);
+        drop(view);
         drop(held);
         assert_eq!(budget.used(), 0);
     }

@@ -12,11 +12,10 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use proptest::prelude::*;
 use prost::Message;
 
-mod strategies;
+pub(crate) mod strategies;
 
 use super::*;
 use crate::otlp::{self, Encoding, SignalKind};
-use crate::prompb as prom;
 use strategies::*;
 
 // ---- checks ----
@@ -69,7 +68,7 @@ fn check_agrees<M: Message + Default>(root: Root, bytes: &[u8]) -> Result<(), Te
     Ok(())
 }
 
-fn mutations(seed: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+pub(crate) fn mutations(seed: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
     let n = seed.len().max(1);
     prop::collection::vec((0..n, any::<u8>(), 0..3u8), 1..4).prop_map(move |edits| {
         let mut v = seed.clone();
@@ -104,12 +103,6 @@ proptest! {
     }
 
     #[test]
-    fn prom_scan_matches_decode(req in prom_write()) {
-        let samples = req.timeseries.iter().map(|t| t.samples.len()).sum();
-        check_canonical(Root::PromWrite, &req, samples)?;
-    }
-
-    #[test]
     fn json_scan_counts_and_bounds(req in traces(), l in logs(), m in metrics()) {
         let cases: [(Root, Vec<u8>, usize); 3] = [
             (Root::Traces, serde_json::to_vec(&req).unwrap(), otlp::traces::count_spans(&req)),
@@ -139,7 +132,6 @@ proptest! {
         check_agrees::<ExportTraceServiceRequest>(Root::Traces, &bytes)?;
         check_agrees::<ExportLogsServiceRequest>(Root::Logs, &bytes)?;
         check_agrees::<ExportMetricsServiceRequest>(Root::Metrics, &bytes)?;
-        check_agrees::<prom::WriteRequest>(Root::PromWrite, &bytes)?;
         let _ = json::scan(Root::Traces, &bytes, OPEN);
     }
 
@@ -156,11 +148,6 @@ proptest! {
     #[test]
     fn damaged_logs_agree_with_prost(bytes in logs().prop_flat_map(|r| mutations(r.encode_to_vec()))) {
         check_agrees::<ExportLogsServiceRequest>(Root::Logs, &bytes)?;
-    }
-
-    #[test]
-    fn damaged_prom_agrees_with_prost(bytes in prom_write().prop_flat_map(|r| mutations(r.encode_to_vec()))) {
-        check_agrees::<prom::WriteRequest>(Root::PromWrite, &bytes)?;
     }
 
     #[test]

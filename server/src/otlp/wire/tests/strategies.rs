@@ -91,12 +91,6 @@ fields! {
     SummaryDataPoint: attributes, quantile_values;
     ValueAtQuantile: ;
     Exemplar: filtered_attributes, span_id, trace_id;
-    prom::WriteRequest: timeseries, metadata;
-    prom::TimeSeries: labels, samples, exemplars, histograms;
-    prom::Label: name, value;
-    prom::Sample: ;
-    prom::Exemplar: labels;
-    prom::MetricMetadata: metric_family_name, help, unit;
 }
 
 impl Heap for any_value::Value {
@@ -482,7 +476,7 @@ pub(super) fn metrics() -> impl Strategy<Value = ExportMetricsServiceRequest> {
         .prop_map(|resource_metrics| ExportMetricsServiceRequest { resource_metrics })
 }
 
-pub(super) fn prom_write() -> impl Strategy<Value = prom::WriteRequest> {
+pub(crate) fn prom_write() -> impl Strategy<Value = prom::WriteRequest> {
     let label = || (text(), text()).prop_map(|(name, value)| prom::Label { name, value });
     let sample =
         (finite(), any::<i64>()).prop_map(|(value, timestamp)| prom::Sample { value, timestamp });
