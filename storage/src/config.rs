@@ -65,6 +65,11 @@ pub struct StoreConfig {
     pub scan_memory_bytes: usize,
     /// A memtable is flushed when all memtables together pass this many bytes.
     pub flush_threshold_bytes: usize,
+    /// Memtables are flushed when one of metric samples passes this many bytes, before the
+    /// total does: a query reads a memtable by filtering every row of it (remote write
+    /// interleaves all series, a sample or a few per series per request), while a sample
+    /// flush is a counting sort by series, so recent samples are read faster from segments.
+    pub sample_flush_threshold_bytes: usize,
     /// A memtable is flushed when it is older than this.
     pub flush_interval: Duration,
     /// Length of a time partition of spans and logs.
@@ -105,6 +110,7 @@ impl Default for StoreConfig {
             memory_budget_bytes: 1 << 30,
             scan_memory_bytes: 2 << 30,
             flush_threshold_bytes: 256 << 20,
+            sample_flush_threshold_bytes: 64 << 20,
             flush_interval: Duration::from_secs(300),
             partition_duration: Duration::from_secs(3600),
             sample_partition_duration: Duration::from_secs(86_400),

@@ -599,7 +599,7 @@ impl Inner {
                 return Err(e);
             }
         };
-        let lsn = {
+        let (lsn, table_bytes) = {
             let mut state = self.state.lock();
             match self.append_locked(
                 &mut state,
@@ -611,7 +611,7 @@ impl Inner {
                 (min_time, max_time),
                 bytes,
             ) {
-                Ok(lsn) => lsn,
+                Ok(done) => done,
                 Err(e) => {
                     drop(state);
                     self.budget.release(bytes);
@@ -626,7 +626,10 @@ impl Inner {
         self.counters
             .rows_appended
             .fetch_add(rows as u64, Ordering::Relaxed);
-        if self.budget.used() >= self.config.flush_threshold_bytes {
+        if self.budget.used() >= self.config.flush_threshold_bytes
+            || (signal == Signal::Samples
+                && table_bytes >= self.config.sample_flush_threshold_bytes)
+        {
             self.notify();
         }
         Ok(())
@@ -643,7 +646,7 @@ impl Inner {
         rows_ipc: &[u8],
         (min_time, max_time): (UnixNanos, UnixNanos),
         bytes: usize,
-    ) -> Result<Lsn> {
+    ) -> Result<(Lsn, usize)> {
         if state.closed {
             return Err(StorageError::Closed);
         }
@@ -686,11 +689,11 @@ impl Inner {
                 cat.insert(d);
             }
         }
-        state
+        let table = state
             .active
             .entry((tenant.clone(), signal))
-            .or_insert_with(|| Memtable::new(signal))
-            .insert(batch, min_time, max_time, bytes, lsn)?;
-        Ok(lsn)
+            .or_insert_with(|| Memtable::new(signal));
+        table.insert(batch, min_time, max_time, bytes, lsn)?;
+        Ok((lsn, table.bytes()))
     }
 }

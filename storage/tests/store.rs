@@ -419,6 +419,42 @@ fn metric_batch(series: &[SeriesDef], from_ms: i64, points: i64) -> MetricBatch 
     }
 }
 
+/// A memtable of samples is flushed once it passes its own threshold, long before all
+/// memtables together reach the general one, and not before.
+#[test]
+fn a_sample_memtable_past_its_threshold_is_flushed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = StoreConfig {
+        background: true,
+        sample_flush_threshold_bytes: 256 << 10,
+        flush_interval: Duration::from_secs(3600),
+        ..config()
+    };
+    let store = Store::open(dir.path(), cfg).expect("open");
+    let t = tenant("acme");
+    let series: Vec<SeriesDef> = (0..50)
+        .map(|i| SeriesDef::new("up", MetricKind::Gauge, vec![("i".into(), i.to_string())]))
+        .collect();
+    // 50 series x 100 points, 24 bytes a sample: about 120 KiB, under the threshold.
+    store
+        .append_metrics(&t, &metric_batch(&series, T0 / 1_000_000, 100))
+        .expect("append");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(store.stats().flushes, 0, "flushed under the threshold");
+    // Past it: the store thread flushes without being asked.
+    store
+        .append_metrics(&t, &metric_batch(&series, T0 / 1_000_000 + 1_000_000, 200))
+        .expect("append");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while store.stats().flushes == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stats = store.stats();
+    assert!(stats.flushes >= 1, "{stats:?}");
+    assert_eq!(stats.memtable_bytes, 0, "{stats:?}");
+    assert!(stats.segments >= 1, "{stats:?}");
+}
+
 #[test]
 fn metrics_by_label_matchers_and_catalog_survives_restart() {
     let dir = tempfile::tempdir().expect("tempdir");

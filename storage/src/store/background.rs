@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::Inner;
+use crate::types::Signal;
 use crate::wal::FsyncPolicy;
 
 /// How often the store thread wakes when nothing asks it to.
@@ -48,10 +49,12 @@ fn should_flush(inner: &Inner) -> bool {
     }
     let state = inner.state.lock();
     !state.frozen.is_empty()
-        || state
-            .active
-            .values()
-            .any(|m| !m.is_empty() && m.age() >= inner.config.flush_interval)
+        || state.active.values().any(|m| {
+            !m.is_empty()
+                && (m.age() >= inner.config.flush_interval
+                    || (m.signal == Signal::Samples
+                        && m.bytes() >= inner.config.sample_flush_threshold_bytes))
+        })
 }
 
 /// Starts the store thread and the compaction thread.

@@ -170,8 +170,14 @@ fn merge_series(
         for r in &runs {
             let c = &cols[r.batch as usize].1;
             let (s, e) = (r.start as usize, r.end as usize);
-            timestamps.extend_from_slice(&c.ts[s..e]);
-            values.extend_from_slice(&c.vals[s..e]);
+            if e - s == 1 {
+                // A memtable run of one request's sample: a push, not a copy call.
+                timestamps.push(c.ts[s]);
+                values.push(c.vals[s]);
+            } else {
+                timestamps.extend_from_slice(&c.ts[s..e]);
+                values.extend_from_slice(&c.vals[s..e]);
+            }
         }
     } else {
         merge_overlapping(&runs, cols, &mut timestamps, &mut values);
