@@ -134,6 +134,12 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
+    /// Whether one memtable of `signal` holding `bytes` is flushed on its own account, before
+    /// all memtables together reach [`StoreConfig::flush_threshold_bytes`].
+    pub fn memtable_full(&self, signal: crate::types::Signal, bytes: usize) -> bool {
+        signal == crate::types::Signal::Samples && bytes >= self.sample_flush_threshold_bytes
+    }
+
     /// Partition length of `signal` in nanoseconds (at least one second).
     pub fn partition_nanos(&self, signal: crate::types::Signal) -> i64 {
         let d = match signal {

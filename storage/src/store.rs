@@ -627,8 +627,7 @@ impl Inner {
             .rows_appended
             .fetch_add(rows as u64, Ordering::Relaxed);
         if self.budget.used() >= self.config.flush_threshold_bytes
-            || (signal == Signal::Samples
-                && table_bytes >= self.config.sample_flush_threshold_bytes)
+            || self.config.memtable_full(signal, table_bytes)
         {
             self.notify();
         }

@@ -118,8 +118,10 @@ impl<'a> Decoder<'a, '_> {
     }
 }
 
-/// A length-delimited field's bytes, advancing `buf` past them.
-fn delimited<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], IngestError> {
+/// The bytes of a field of wire type `wire`, which must be length-delimited, advancing `buf`
+/// past them.
+fn delimited<'a>(wire: WireType, buf: &mut &'a [u8]) -> Result<&'a [u8], IngestError> {
+    expect(wire, WireType::LengthDelimited)?;
     let len = decode_varint(buf).map_err(malformed)?;
     let len = usize::try_from(len)
         .ok()
@@ -161,13 +163,11 @@ pub fn decode<'a>(
         let (tag, wire) = decode_key(&mut buf).map_err(malformed)?;
         match tag {
             1 => {
-                expect(wire, WireType::LengthDelimited)?;
-                let body = delimited(&mut buf)?;
+                let body = delimited(wire, &mut buf)?;
                 series(&mut d, body)?;
             }
             3 => {
-                expect(wire, WireType::LengthDelimited)?;
-                let body = delimited(&mut buf)?;
+                let body = delimited(wire, &mut buf)?;
                 d.take(std::mem::size_of::<MetricMetadata>() as u64 + body.len() as u64)?;
                 d.view
                     .metadata
@@ -191,8 +191,7 @@ fn series<'a>(d: &mut Decoder<'a, '_>, mut buf: &'a [u8]) -> Result<(), IngestEr
         let (tag, wire) = decode_key(&mut buf).map_err(malformed)?;
         match tag {
             1 => {
-                expect(wire, WireType::LengthDelimited)?;
-                let body = delimited(&mut buf)?;
+                let body = delimited(wire, &mut buf)?;
                 if s.labels.len() >= d.bounds.max_labels {
                     return Err(IngestError::Malformed(format!(
                         "series {index}: more than {} labels",
@@ -204,8 +203,7 @@ fn series<'a>(d: &mut Decoder<'a, '_>, mut buf: &'a [u8]) -> Result<(), IngestEr
                 s.labels.end += 1;
             }
             2 => {
-                expect(wire, WireType::LengthDelimited)?;
-                let body = delimited(&mut buf)?;
+                let body = delimited(wire, &mut buf)?;
                 if d.view.samples.len() >= d.bounds.max_samples {
                     return Err(IngestError::TooLarge(format!(
                         "more than {} samples in one request",
@@ -217,13 +215,11 @@ fn series<'a>(d: &mut Decoder<'a, '_>, mut buf: &'a [u8]) -> Result<(), IngestEr
                 s.samples.end += 1;
             }
             3 => {
-                expect(wire, WireType::LengthDelimited)?;
-                Exemplar::decode(delimited(&mut buf)?).map_err(malformed)?;
+                Exemplar::decode(delimited(wire, &mut buf)?).map_err(malformed)?;
                 s.exemplars += 1;
             }
             4 => {
-                expect(wire, WireType::LengthDelimited)?;
-                delimited(&mut buf)?;
+                delimited(wire, &mut buf)?;
                 s.histograms += 1;
             }
             _ => skip(wire, tag, &mut buf)?,
@@ -242,8 +238,7 @@ fn label(mut buf: &[u8]) -> Result<(&str, &str), IngestError> {
         let (tag, wire) = decode_key(&mut buf).map_err(malformed)?;
         match tag {
             1 | 2 => {
-                expect(wire, WireType::LengthDelimited)?;
-                let text = std::str::from_utf8(delimited(&mut buf)?)
+                let text = std::str::from_utf8(delimited(wire, &mut buf)?)
                     .map_err(|_| malformed("label is not valid UTF-8"))?;
                 if tag == 1 {
                     name = text;

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::Inner;
-use crate::types::Signal;
 use crate::wal::FsyncPolicy;
 
 /// How often the store thread wakes when nothing asks it to.
@@ -52,8 +51,7 @@ fn should_flush(inner: &Inner) -> bool {
         || state.active.values().any(|m| {
             !m.is_empty()
                 && (m.age() >= inner.config.flush_interval
-                    || (m.signal == Signal::Samples
-                        && m.bytes() >= inner.config.sample_flush_threshold_bytes))
+                    || inner.config.memtable_full(m.signal, m.bytes()))
         })
 }
 

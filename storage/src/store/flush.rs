@@ -124,20 +124,9 @@ fn gather_sorted(signal: Signal, batches: &[RecordBatch], pieces: &[Piece]) -> R
 /// bytes per series, not sort keys and a permutation per row.
 fn gather_samples(batches: &[RecordBatch], pieces: &[Piece]) -> Result<RecordBatch> {
     use arrow_array::{Float64Array, TimestampMillisecondArray};
-    type Columns<'a> = (&'a [u64], &'a [i64], &'a [f64]);
     let cols = batches
         .iter()
-        .map(|b| -> Result<Columns<'_>> {
-            Ok((
-                crate::columnar::decode_column::<UInt64Array>(b, schema::col::SERIES_ID)?.values(),
-                crate::columnar::decode_column::<TimestampMillisecondArray>(
-                    b,
-                    schema::col::TIMESTAMP,
-                )?
-                .values(),
-                crate::columnar::decode_column::<Float64Array>(b, schema::col::VALUE)?.values(),
-            ))
-        })
+        .map(super::sample_merge::columns)
         .collect::<Result<Vec<_>>>()?;
     // Every row of the pieces, in memtable order.
     let each_row = |f: &mut dyn FnMut(u64, i64, f64)| {
@@ -146,7 +135,7 @@ fn gather_samples(batches: &[RecordBatch], pieces: &[Piece]) -> Result<RecordBat
                 Piece::Whole(b) => (*b, None),
                 Piece::Rows(b, idx) => (*b, Some(idx)),
             };
-            let (series, ts, values) = cols[b];
+            let (series, ts, values) = (cols[b].ids, cols[b].ts, cols[b].vals);
             match rows {
                 None => (0..series.len()).for_each(|r| f(series[r], ts[r], values[r])),
                 Some(idx) => idx.iter().for_each(|&r| {

@@ -63,13 +63,14 @@ pub(crate) fn to_batch(series: &[SeriesSamples]) -> Result<RecordBatch> {
 }
 
 /// One batch's three sample columns.
-struct Columns<'a> {
-    ids: &'a [u64],
-    ts: &'a [i64],
-    vals: &'a [f64],
+pub(super) struct Columns<'a> {
+    pub ids: &'a [u64],
+    pub ts: &'a [i64],
+    pub vals: &'a [f64],
 }
 
-fn columns(b: &RecordBatch) -> Result<Columns<'_>> {
+/// The sample columns of `b`, refusing a missing column or a null.
+pub(super) fn columns(b: &RecordBatch) -> Result<Columns<'_>> {
     let missing = |c: &str| {
         StorageError::Arrow(arrow_schema::ArrowError::SchemaError(format!(
             "sample batch without {c}"

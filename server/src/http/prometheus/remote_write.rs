@@ -7,8 +7,9 @@
 //! samples are stored as sent, timestamps in milliseconds, values bit for bit (so the
 //! staleness-marker NaN stays a staleness marker). The body is decoded as a borrowed view
 //! ([`crate::prompb::view`]); a series the store already holds is identified by the hash of its
-//! labels and appended by id, and only a new series is validated in full and defined. `MetricMetadata` is remembered per tenant
-//! and gives type, help and unit to series created afterwards and to `/api/v1/metadata`.
+//! labels and appended by id, and only a new series is validated in full and defined.
+//! `MetricMetadata` is remembered per tenant and gives type, help and unit to series created
+//! afterwards and to `/api/v1/metadata`.
 //! Exemplars and native histograms are not stored (counted in
 //! `sightline_ingest_rejected_items_total{reason="unsupported_exemplar"|"unsupported_native_histogram"}`).
 //!
@@ -254,10 +255,11 @@ pub fn map_request(
     let mut out = Mapped::default();
     let mut sorted = Vec::new();
     let mut ids = Vec::with_capacity(view.series.len());
+    let mut names = Vec::with_capacity(view.series.len());
     for (i, s) in view.series.iter().enumerate() {
         out.exemplars += s.exemplars;
         out.histograms += s.histograms;
-        let (_, id) = identify(view.labels_of(s), &mut sorted).map_err(|m| bad(i, m))?;
+        let (name, id) = identify(view.labels_of(s), &mut sorted).map_err(|m| bad(i, m))?;
         if let Some(p) = view.samples_of(s).iter().find(|p| p.timestamp > max_ts) {
             return Err(bad(
                 i,
@@ -268,6 +270,7 @@ pub fn map_request(
             ));
         }
         ids.push(id);
+        names.push(name);
     }
     let known = known(&ids);
     debug_assert_eq!(known.len(), ids.len(), "one answer per id");
@@ -275,19 +278,16 @@ pub fn map_request(
     out.batch.samples.reserve(view.samples.len());
     for (i, s) in view.series.iter().enumerate() {
         let id = ids[i];
-        if !known.get(i).copied().unwrap_or(false) && defined.insert(id) {
-            let labels = view.labels_of(s);
-            let (name, _) = identify(labels, &mut sorted).map_err(|m| bad(i, m))?;
-            let def = define(labels, name, limits, meta).map_err(|m| bad(i, m))?;
+        if !known.get(i).copied().unwrap_or(false) && !defined.contains(&id) {
+            // Checked like any new series; defined only once it has samples.
+            let def = define(view.labels_of(s), names[i], limits, meta).map_err(|m| bad(i, m))?;
             debug_assert_eq!(
                 def.id, id,
                 "the definition hashes to the id it was found by"
             );
             if !s.samples.is_empty() {
+                defined.insert(id);
                 out.batch.series.push(def);
-            } else {
-                // Checked like any new series, but a series without samples is not defined.
-                defined.remove(&id);
             }
         }
         out.batch
