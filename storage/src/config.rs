@@ -21,8 +21,17 @@ pub struct CompactionConfig {
     /// most this many rows.
     pub target_rows: u64,
     /// One merge reads at most this many bytes of rows decoded in memory (its working memory is
-    /// about twice that: the rows and their sorted copy).
+    /// about twice that: the rows and their sorted copy). Metric samples merge a range of
+    /// series at a time instead (see `sample_target_rows`).
     pub max_merge_bytes: u64,
+    /// `target_rows` for metric samples. A sample merge reads its inputs a range of series
+    /// (about a million rows) at a time, so its working memory does not grow with its size, and
+    /// a day partition can end in a few large segments: each series' samples of the day in a
+    /// few runs, its pages full and a query's reads few.
+    pub sample_target_rows: u64,
+    /// Rows (of all inputs together) a sample merge reads, orders and writes at a time, at
+    /// least one series' rows: its working memory, about 48 bytes a row.
+    pub sample_merge_slice_rows: u64,
 }
 
 impl Default for CompactionConfig {
@@ -32,6 +41,8 @@ impl Default for CompactionConfig {
             min_segments: 4,
             target_rows: 4_000_000,
             max_merge_bytes: 256 << 20,
+            sample_target_rows: 100_000_000,
+            sample_merge_slice_rows: 1 << 20,
         }
     }
 }

@@ -44,7 +44,7 @@ pub use scan::ScanStats;
 pub use writer::SegmentWriteOptions;
 #[cfg(test)]
 pub(crate) use writer::sort_samples;
-pub(crate) use writer::{segment_order, sort_key_columns, write_segment};
+pub(crate) use writer::{SampleSegmentWriter, segment_order, sort_key_columns, write_segment};
 
 use crate::attr_bloom::{ATTR_BLOOMS_FILE, AttrBlooms};
 use crate::error::{IoContext, Result, StorageError};
@@ -450,6 +450,30 @@ impl Segment {
             .map(|rg| rg.total_byte_size())
             .sum();
         u64::try_from(uncompressed).unwrap_or(0).saturating_mul(2)
+    }
+
+    /// Reads the rows `rows` of the segment (for compaction), skipping the pages outside them.
+    pub(crate) fn read_rows(&self, rows: std::ops::Range<u64>) -> Result<Vec<RecordBatch>> {
+        let path = self.data_path();
+        let total = usize::try_from(self.meta.rows).unwrap_or(usize::MAX);
+        let (lo, hi) = (
+            usize::try_from(rows.start).unwrap_or(usize::MAX).min(total),
+            usize::try_from(rows.end).unwrap_or(usize::MAX).min(total),
+        );
+        if lo >= hi {
+            return Ok(Vec::new());
+        }
+        let file = std::fs::File::open(&path).at(&path)?;
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
+            .with_batch_size(64 * 1024)
+            .with_row_selection(RowSelection::from_consecutive_ranges(
+                std::iter::once(lo..hi),
+                total,
+            ))
+            .build()?;
+        reader
+            .map(|b| b.map_err(|e| StorageError::corruption(&path, e.to_string())))
+            .collect()
     }
 
     /// Reads every row of the segment (for compaction).

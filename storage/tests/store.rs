@@ -25,6 +25,8 @@ mod file_modes;
 mod index_policy;
 #[path = "store/rollup_keys.rs"]
 mod rollup_keys;
+#[path = "store/sample_compaction.rs"]
+mod sample_compaction;
 
 const HOUR: i64 = 3_600_000_000_000;
 const T0: i64 = 1_795_960_800_000_000_000; // 2026-11-29T14:00Z

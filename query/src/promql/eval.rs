@@ -24,6 +24,17 @@ pub const MAX_STEPS: usize = 11_000;
 /// Steps of one series evaluated between two deadline checks.
 const DEADLINE_STEPS: usize = 256;
 
+/// One step's window over a series of a range selector.
+#[derive(Clone, Copy)]
+pub(crate) struct Window<'a> {
+    /// The samples in the window, `(timestamp ms, value)` in time order, without staleness
+    /// markers.
+    pub(crate) points: &'a [(i64, f64)],
+    /// Each drop in the window (a sample below the one before it, both in the window; a counter
+    /// reset), in time order: the sample's index in the series and the value before it.
+    pub(crate) drops: &'a [(usize, f64)],
+}
+
 /// Evaluation context of one query.
 pub struct Evaluator<'a> {
     pub(crate) source: &'a dyn SampleSource,
@@ -155,7 +166,7 @@ impl<'a> Evaluator<'a> {
         &self,
         ms: &MatrixSelector,
         keep_name: bool,
-        mut f: impl FnMut(&[(i64, f64)], i64, i64, usize) -> Option<f64>,
+        mut f: impl FnMut(Window<'_>, i64, i64, usize) -> Option<f64>,
     ) -> Result<Vec<Series>> {
         let range = duration_ms(&ms.range);
         let raw = self.fetch(&ms.vs, range)?;
@@ -163,6 +174,7 @@ impl<'a> Evaluator<'a> {
         let offset = offset_ms(&ms.vs.offset);
         let mut out = Vec::with_capacity(raw.len());
         let mut points: Vec<(i64, f64)> = Vec::new();
+        let mut drops: Vec<(usize, f64)> = Vec::new();
         for s in raw {
             self.budget.check_deadline()?;
             // The series' samples without staleness markers, once; each step's window is a
@@ -176,8 +188,17 @@ impl<'a> Evaluator<'a> {
                     .filter(|(_, v)| !is_stale(**v))
                     .map(|(&t, &v)| (t, v)),
             );
+            drops.clear();
+            drops.extend(
+                points
+                    .windows(2)
+                    .enumerate()
+                    .filter(|(_, p)| p[1].1 < p[0].1)
+                    .map(|(j, p)| (j + 1, p[0].1)),
+            );
             let mut values = Vec::with_capacity(self.grid.len());
             let (mut lo, mut hi) = (0usize, 0usize);
+            let (mut dlo, mut dhi) = (0usize, 0usize);
             let mut prev = i64::MIN;
             for i in 0..self.grid.len() {
                 if i % DEADLINE_STEPS == DEADLINE_STEPS - 1 {
@@ -185,15 +206,26 @@ impl<'a> Evaluator<'a> {
                 }
                 let t = self.ref_time(i, offset, &ms.vs.at);
                 if t < prev {
-                    (lo, hi) = (0, 0);
+                    (lo, hi, dlo, dhi) = (0, 0, 0, 0);
                 }
                 prev = t;
                 let from = t.saturating_sub(range);
                 lo += points[lo..].partition_point(|p| p.0 < from);
                 hi = hi.max(lo);
                 hi += points[hi..].partition_point(|p| p.0 <= t);
-                let window = &points[lo..hi];
-                values.push(if window.is_empty() {
+                // The drops whose sample and the one before it are both in the window.
+                dlo += drops[dlo..].partition_point(|d| d.0 <= lo);
+                dhi = dhi.max(dlo);
+                dhi += drops[dhi..].partition_point(|d| d.0 < hi);
+                let window = Window {
+                    points: &points[lo..hi],
+                    drops: &drops[dlo..dhi],
+                };
+                debug_assert!(
+                    window.drops.iter().all(|d| lo < d.0 && d.0 < hi),
+                    "a window's drops lie inside it"
+                );
+                values.push(if window.points.is_empty() {
                     None
                 } else {
                     f(window, t, range, i)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use promql_parser::parser::{Call, Expr};
 
 use super::aggregate::kahan_sum;
-use super::eval::Evaluator;
+use super::eval::{Evaluator, Window};
 use super::value::{Labels, Series, Value, drop_name, label, with_label};
 use crate::error::{QueryError, Result};
 use crate::quantile::{nan_first, quantile};
@@ -59,31 +59,33 @@ fn map_vector(
 
 /// Prometheus' `extrapolatedRate` (promql/functions.go) for rate, increase and delta.
 fn extrapolated(
-    w: &[(i64, f64)],
+    w: Window<'_>,
     t: i64,
     range_ms: i64,
     is_counter: bool,
     is_rate: bool,
 ) -> Option<f64> {
-    if w.len() < 2 {
+    let points = w.points;
+    if points.len() < 2 {
         return None;
     }
-    let (first, last) = (w[0], w[w.len() - 1]);
+    let (first, last) = (points[0], points[points.len() - 1]);
     let mut result = last.1 - first.1;
     if is_counter {
-        let mut prev = 0.0;
-        for &(_, v) in w {
-            if v < prev {
-                result += prev;
-            }
-            prev = v;
+        // Prometheus adds the value before each reset, in order; the window's drops are
+        // exactly those (its first sample, compared with zero, adds zero).
+        if first.1 < 0.0 {
+            result += 0.0;
+        }
+        for &(_, before) in w.drops {
+            result += before;
         }
     }
     let range_start = t - range_ms;
     let mut to_start = (first.0 - range_start) as f64 / 1000.0;
     let to_end = (t - last.0) as f64 / 1000.0;
     let sampled = (last.0 - first.0) as f64 / 1000.0;
-    let avg_between = sampled / (w.len() - 1) as f64;
+    let avg_between = sampled / (points.len() - 1) as f64;
     if is_counter && result > 0.0 && first.1 >= 0.0 {
         let to_zero = sampled * (first.1 / result);
         if to_zero < to_start {
@@ -249,28 +251,26 @@ pub(crate) fn eval(ev: &Evaluator<'_>, c: &Call) -> Result<Value> {
         "irate" | "idelta" => {
             let m = matrix_arg(c, 0)?;
             Ok(Value::Vector(ev.range_apply(m, false, |w, _, _, _| {
-                instant_delta(w, name == "irate")
+                instant_delta(w.points, name == "irate")
             })?))
         }
         "resets" | "changes" => {
             let m = matrix_arg(c, 0)?;
             Ok(Value::Vector(ev.range_apply(m, false, |w, _, _, _| {
-                Some(
-                    w.windows(2)
-                        .filter(|p| {
-                            if name == "resets" {
-                                p[1].1 < p[0].1
-                            } else {
-                                p[1].1 != p[0].1 && !(p[1].1.is_nan() && p[0].1.is_nan())
-                            }
-                        })
-                        .count() as f64,
-                )
+                Some(if name == "resets" {
+                    w.drops.len() as f64
+                } else {
+                    w.points
+                        .windows(2)
+                        .filter(|p| p[1].1 != p[0].1 && !(p[1].1.is_nan() && p[0].1.is_nan()))
+                        .count() as f64
+                })
             })?))
         }
         "deriv" => {
             let m = matrix_arg(c, 0)?;
             Ok(Value::Vector(ev.range_apply(m, false, |w, _, _, _| {
+                let w = w.points;
                 (w.len() >= 2).then(|| linear_regression(w, w[0].0).0)
             })?))
         }
@@ -278,6 +278,7 @@ pub(crate) fn eval(ev: &Evaluator<'_>, c: &Call) -> Result<Value> {
             let m = matrix_arg(c, 0)?;
             let secs = ev.eval_scalar(arg(c, 1)?, "the horizon of predict_linear")?;
             Ok(Value::Vector(ev.range_apply(m, false, |w, t, _, i| {
+                let w = w.points;
                 (w.len() >= 2).then(|| {
                     let (slope, intercept) = linear_regression(w, t);
                     intercept + slope * secs[i]
@@ -291,14 +292,14 @@ pub(crate) fn eval(ev: &Evaluator<'_>, c: &Call) -> Result<Value> {
             Ok(Value::Vector(ev.range_apply(
                 m,
                 name == "last_over_time",
-                |w, _, _, _| over_time(name, w, 0.0),
+                |w, _, _, _| over_time(name, w.points, 0.0),
             )?))
         }
         "quantile_over_time" => {
             let q = ev.eval_scalar(arg(c, 0)?, "the quantile")?;
             let m = matrix_arg(c, 1)?;
             Ok(Value::Vector(ev.range_apply(m, false, |w, _, _, i| {
-                over_time(name, w, q[i])
+                over_time(name, w.points, q[i])
             })?))
         }
         "absent_over_time" => {

@@ -690,9 +690,13 @@ impl Segment {
                 (a, None) => a,
             };
             // Logs are sorted by time, so a range that cuts a row group (the newest lines of a
-            // search, an unaligned end) keeps only the pages whose times it overlaps.
+            // search, an unaligned end) keeps only the pages whose times it overlaps. A sample
+            // page holds one series' samples, so a range that cuts the row group keeps only
+            // the pages of each series' run that hold its times.
             let time_runs = match time_leaf {
-                Some(leaf) if partly_in_range && req.signal == Signal::Logs => {
+                Some(leaf)
+                    if partly_in_range && matches!(req.signal, Signal::Logs | Signal::Samples) =>
+                {
                     self.time_pages(i, leaf, rows as usize, &req.time, unit)
                 }
                 _ => None,

@@ -85,6 +85,21 @@ impl SeriesRows {
         self.ids.capacity() * 8 + self.starts.capacity() * 4
     }
 
+    /// Each series present and its number of rows, in id order.
+    pub(crate) fn counts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ids
+            .iter()
+            .zip(self.starts.windows(2))
+            .map(|(&id, w)| (id, u64::from(w[1] - w[0])))
+    }
+
+    /// The rows of the series with ids in `lo..=hi`: one run, since rows are sorted by series.
+    pub(crate) fn rows_between(&self, lo: u64, hi: u64) -> Range<u64> {
+        let a = self.ids.partition_point(|&id| id < lo);
+        let b = self.ids.partition_point(|&id| id <= hi).max(a);
+        u64::from(self.starts[a])..u64::from(self.starts[b])
+    }
+
     /// The row runs of the series in `wanted`, in row order.
     pub(crate) fn runs(&self, wanted: &FxHashSet<u64>) -> Vec<Range<u64>> {
         let run = |i: usize| u64::from(self.starts[i])..u64::from(self.starts[i + 1]);
@@ -121,5 +136,22 @@ mod tests {
         let got = rows.runs(&many);
         assert_eq!(got.len(), 50);
         assert_eq!(got[1], 20..30);
+    }
+
+    #[test]
+    fn rows_between_ids_and_counts() {
+        let rows = SeriesRows {
+            ids: vec![3, 5, 9],
+            starts: vec![0, 4, 6, 10],
+        };
+        assert_eq!(rows.rows_between(0, 2), 0..0);
+        assert_eq!(rows.rows_between(3, 5), 0..6);
+        assert_eq!(rows.rows_between(4, 9), 4..10);
+        assert_eq!(rows.rows_between(6, 8), 6..6);
+        assert_eq!(rows.rows_between(10, 20), 10..10);
+        assert_eq!(
+            rows.counts().collect::<Vec<_>>(),
+            vec![(3, 4), (5, 2), (9, 4)]
+        );
     }
 }

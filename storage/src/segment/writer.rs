@@ -16,18 +16,22 @@ use parquet::basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
-use super::{DATA_FILE, META_FILE, POSTINGS_FILE, SERIES_FILE, TEXT_DIR};
+use super::{DATA_FILE, META_FILE, POSTINGS_FILE, TEXT_DIR};
 use crate::attr_bloom::ATTR_BLOOMS_FILE;
 use crate::columnar::{self, AttrReader};
 use crate::error::{IoContext, Result, StorageError};
 use crate::fsutil;
 use crate::manifest::{FileChecksum, SegmentMeta};
-use crate::model::{AttrKind, METRIC_NAME_LABEL, SeriesDef};
+use crate::model::{AttrKind, SeriesDef};
 use crate::postings::PostingsBuilder;
 use crate::predicate::CellRenderer;
 use crate::schema::{self, col};
 use crate::text_index::TextIndex;
 use crate::types::{SeriesId, Signal};
+
+mod samples;
+
+pub(crate) use samples::SampleSegmentWriter;
 
 /// Layout knobs of written segments.
 #[derive(Clone, Debug)]
@@ -39,7 +43,10 @@ pub struct SegmentWriteOptions {
     /// Rows per data page of spans and logs (small pages: a trace lookup decodes one page
     /// per column).
     pub page_rows: usize,
-    /// Rows per data page of metric samples (larger pages compress timestamps better).
+    /// Most rows per data page of metric samples. A page holds one series' samples only (a
+    /// series' run is cut into pages of at most this many rows, of about equal length), so a
+    /// query decodes the pages of the series it selects and, through the page index of the
+    /// time column, only those of its time range.
     pub sample_page_rows: usize,
     /// zstd level.
     pub zstd_level: i32,
@@ -51,7 +58,7 @@ impl Default for SegmentWriteOptions {
             row_group_rows: 16 * 1024,
             sample_row_group_rows: 1024 * 1024,
             page_rows: 1024,
-            sample_page_rows: 8192,
+            sample_page_rows: 2048,
             zstd_level: 3,
         }
     }
@@ -187,8 +194,13 @@ fn writer_properties(
             }
         }
         Signal::Samples => {
+            // A page is cut after every write (see `write_sample_pages`): each write is one
+            // mini-batch of at most `sample_page_rows` rows, and any buffered row reaches the
+            // row-count limit of one.
             b = b
-                .set_data_page_row_count_limit(opts.sample_page_rows)
+                .set_data_page_row_count_limit(1)
+                .set_write_batch_size(opts.sample_page_rows.max(1))
+                .set_column_statistics_enabled(path(col::VALUE), EnabledStatistics::Chunk)
                 .set_max_row_group_row_count(Some(opts.sample_row_group_rows))
                 .set_column_dictionary_enabled(path(col::TIMESTAMP), false)
                 .set_column_encoding(path(col::TIMESTAMP), Encoding::DELTA_BINARY_PACKED)
@@ -370,36 +382,6 @@ fn map_col<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a MapArray> {
         .ok_or_else(|| StorageError::InvalidInput(format!("batch lacks column {name}")))
 }
 
-/// Postings over sample rows (series are contiguous after sorting) and the series present.
-fn sample_postings(
-    batch: &RecordBatch,
-    catalog: &HashMap<SeriesId, Arc<SeriesDef>>,
-) -> Result<(PostingsBuilder, Vec<Arc<SeriesDef>>)> {
-    let series = columnar::decode_column::<UInt64Array>(batch, col::SERIES_ID)?;
-    let mut p = PostingsBuilder::new();
-    let mut present = Vec::new();
-    let mut start = 0usize;
-    let n = series.len();
-    while start < n {
-        let id = series.value(start);
-        let mut end = start + 1;
-        while end < n && series.value(end) == id {
-            end += 1;
-        }
-        let def = catalog
-            .get(&SeriesId(id))
-            .ok_or(StorageError::UnknownSeries(id))?;
-        let rows = start as u32..end as u32;
-        p.add_range(METRIC_NAME_LABEL, &def.metric_name, rows.clone());
-        for (k, v) in &def.labels {
-            p.add_range(k, v, rows.clone());
-        }
-        present.push(def.clone());
-        start = end;
-    }
-    Ok((p, present))
-}
-
 fn checksum_tree(base: &Path, dir: &Path, out: &mut Vec<FileChecksum>) -> Result<()> {
     let mut entries: Vec<_> = fs::read_dir(dir)
         .at(dir)?
@@ -432,45 +414,24 @@ fn checksum_tree(base: &Path, dir: &Path, out: &mut Vec<FileChecksum>) -> Result
     Ok(())
 }
 
-/// Writes a segment's rows (Parquet), postings and blooms, and for spans its rollups, into
-/// `dir`; everything but the text index and the meta.
+/// Writes a span or log segment's rows (Parquet), postings and blooms, and for spans its
+/// rollups, into `dir`; everything but the text index and the meta.
 fn write_data_and_indexes(
     dir: &Path,
     signal: Signal,
     sorted: &RecordBatch,
-    catalog: &HashMap<SeriesId, Arc<SeriesDef>>,
     opts: &SegmentWriteOptions,
 ) -> Result<()> {
     let props =
         uncompress_valueless_leaves(writer_properties(signal, sorted.num_rows(), opts)?, sorted)?;
     write_parquet(&dir.join(DATA_FILE), sorted, props)?;
-
-    let postings = match signal {
-        Signal::Spans | Signal::Logs => span_log_postings(signal, sorted)?,
-        Signal::Samples => {
-            let (p, present) = sample_postings(sorted, catalog)?;
-            let defs: Vec<&SeriesDef> = present.iter().map(|d| d.as_ref()).collect();
-            let series_batch = columnar::series_to_batch(&defs)?;
-            let props = WriterProperties::builder()
-                .set_compression(Compression::ZSTD(ZstdLevel::try_new(opts.zstd_level)?))
-                .build();
-            write_parquet(&dir.join(SERIES_FILE), &series_batch, props)?;
-            p
-        }
-    };
-    let postings = match signal {
-        Signal::Spans | Signal::Logs => {
-            // Blooms per block of one data page's rows: a lookup then decodes the pages that
-            // may hold the value, as with postings, not whole row groups.
-            let block_rows = u32::try_from(opts.page_rows).unwrap_or(u32::MAX);
-            let (postings, blooms, _) = postings.finish_indexed(block_rows);
-            if let Some(b) = blooms {
-                fsutil::write_private_file(&dir.join(ATTR_BLOOMS_FILE), &b.encode()?)?;
-            }
-            postings
-        }
-        Signal::Samples => postings.finish(),
-    };
+    // Blooms per block of one data page's rows: a lookup then decodes the pages that may hold
+    // the value, as with postings, not whole row groups.
+    let block_rows = u32::try_from(opts.page_rows).unwrap_or(u32::MAX);
+    let (postings, blooms, _) = span_log_postings(signal, sorted)?.finish_indexed(block_rows);
+    if let Some(b) = blooms {
+        fsutil::write_private_file(&dir.join(ATTR_BLOOMS_FILE), &b.encode()?)?;
+    }
     fsutil::write_private_file(&dir.join(POSTINGS_FILE), &postings.encode())?;
 
     if signal == Signal::Spans
@@ -527,6 +488,12 @@ pub(crate) fn write_segment(
         is_sorted_for_segment(signal, &sorted)?,
         "rows entering a {signal:?} segment are in segment order"
     );
+    if signal == Signal::Samples {
+        let mut w = SampleSegmentWriter::create(root, meta, opts)?;
+        w.write(&sorted)?;
+        drop(sorted);
+        return w.finish(catalog);
+    }
     let dir = root.join(meta.relative_dir());
     if dir.exists() {
         // Left over from a crash before the manifest named it.
@@ -545,7 +512,7 @@ pub(crate) fn write_segment(
                 TextIndex::build(&text_dir, (0..bodies.len()).map(|i| bodies.value(i)))
             })
         });
-        let written = write_data_and_indexes(&dir, signal, &sorted, catalog, opts);
+        let written = write_data_and_indexes(&dir, signal, &sorted, opts);
         let indexed = match text {
             Some(h) => h.join().unwrap_or_else(|_| {
                 Err(StorageError::Io {
@@ -563,13 +530,19 @@ pub(crate) fn write_segment(
     meta.max_time = hi;
     meta.rows = sorted.num_rows() as u64;
     meta.decoded_bytes = columnar::batch_bytes(&sorted) as u64;
+    seal(&dir, meta)
+}
+
+/// Completes a segment whose files are written in `dir`: records their checksums in `meta`,
+/// writes the meta and makes the directory durable. Returns the completed meta.
+fn seal(dir: &Path, mut meta: SegmentMeta) -> Result<SegmentMeta> {
     let mut files = Vec::new();
-    checksum_tree(&dir, &dir, &mut files)?;
+    checksum_tree(dir, dir, &mut files)?;
     meta.files = files;
     let meta_json = serde_json::to_vec_pretty(&meta)
         .map_err(|e| StorageError::InvalidInput(format!("segment meta: {e}")))?;
     fsutil::write_private_file(&dir.join(META_FILE), &meta_json)?;
-    fsutil::sync_tree(&dir)?;
+    fsutil::sync_tree(dir)?;
     if let Some(parent) = dir.parent() {
         fsutil::sync_dir(parent)?;
         if let Some(gp) = parent.parent() {

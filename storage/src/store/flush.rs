@@ -116,6 +116,13 @@ fn gather_sorted(signal: Signal, batches: &[RecordBatch], pieces: &[Piece]) -> R
     )?)
 }
 
+/// The samples of `batches` in segment order, by the counting sort of [`gather_samples`]; of
+/// rows sharing a series and a time the last (in `batches` order) stays.
+pub(super) fn samples_in_segment_order(batches: &[RecordBatch]) -> Result<RecordBatch> {
+    let pieces: Vec<Piece> = (0..batches.len()).map(Piece::Whole).collect();
+    gather_samples(batches, &pieces)
+}
+
 /// [`gather_sorted`] for samples, by a counting sort on the series (a memtable holds many
 /// rows per series): each row is copied once, in memtable order, straight into the output
 /// columns at its series' place; then each series' run is put in time order (it already is

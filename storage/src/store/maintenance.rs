@@ -5,7 +5,9 @@
 //! Compaction is size-tiered: segments merge with segments of their own level (a flush writes
 //! level 0, a merge writes one level above its highest input), a level merges once it has
 //! `min_segments` segments, and one merge reads at most [`crate::CompactionConfig::target_rows`]
-//! rows and [`crate::CompactionConfig::max_merge_bytes`] of them decoded. Every row is therefore rewritten about
+//! rows and [`crate::CompactionConfig::max_merge_bytes`] of them decoded (metric samples: up to
+//! [`crate::CompactionConfig::sample_target_rows`], read and written a range of series at a
+//! time, see [`merge_samples`]). Every row is therefore rewritten about
 //! log(rows per partition / rows per flush) / log(`min_segments`) times, whatever the order data
 //! arrives in, and a merge's working memory is bounded. Compaction holds no lock a flush needs
 //! while it reads and writes: only its commit is serialised with the others, and it is
@@ -20,10 +22,11 @@ use arrow_array::RecordBatch;
 use super::Inner;
 use super::commit::{allocate_segment_id, commit};
 use crate::config::CompactionConfig;
+use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::manifest::SegmentMeta;
 use crate::schema;
-use crate::segment::{self, Segment};
+use crate::segment::{self, SampleSegmentWriter, Segment};
 use crate::types::{SegmentId, Signal, TenantId, UnixNanos};
 
 /// Segments merge only with segments of the same partition start *and* length (the length can
@@ -85,7 +88,7 @@ pub(super) fn compact(inner: &Inner) -> Result<usize> {
         for segs in state.segments.values() {
             for s in segs {
                 let m = s.meta();
-                if m.rows < cfg.target_rows {
+                if m.rows < limits(m.signal, cfg).target_rows {
                     g.entry((
                         m.tenant.clone(),
                         m.signal,
@@ -113,7 +116,7 @@ pub(super) fn compact(inner: &Inner) -> Result<usize> {
                 bytes: s.decoded_bytes(),
             })
             .collect();
-        let Some(picked) = pick_merge(&candidates, cfg) else {
+        let Some(picked) = pick_merge(&candidates, &limits(signal, cfg)) else {
             continue;
         };
         let mut segs: Vec<Arc<Segment>> = segs
@@ -128,6 +131,19 @@ pub(super) fn compact(inner: &Inner) -> Result<usize> {
     Ok(merges)
 }
 
+/// The merge limits of `signal`'s segments: metric samples merge a range of series at a time,
+/// so their merges are bounded by rows per slice, not by `max_merge_bytes`.
+fn limits(signal: Signal, cfg: &CompactionConfig) -> CompactionConfig {
+    match signal {
+        Signal::Samples => CompactionConfig {
+            target_rows: cfg.sample_target_rows,
+            max_merge_bytes: u64::MAX,
+            ..cfg.clone()
+        },
+        Signal::Spans | Signal::Logs => cfg.clone(),
+    }
+}
+
 /// Merges `segs` into one segment; `false` when retention or quarantine removed an input first.
 fn merge(
     inner: &Inner,
@@ -136,16 +152,12 @@ fn merge(
     partition_start: UnixNanos,
     segs: &[Arc<Segment>],
 ) -> Result<bool> {
-    let mut batches: Vec<RecordBatch> = Vec::new();
     let mut series = HashMap::new();
     for s in segs {
-        batches.extend(s.read_all()?);
         for d in s.series() {
             series.insert(d.id, d.clone());
         }
     }
-    let all = arrow_select::concat::concat_batches(&schema::of(signal), &batches)?;
-    drop(batches);
     let meta = SegmentMeta::to_write(
         allocate_segment_id(inner),
         tenant.clone(),
@@ -153,7 +165,18 @@ fn merge(
         (partition_start, segs[0].meta().partition_nanos),
         segs.iter().map(|s| s.meta().level).max().unwrap_or(0) + 1,
     );
-    let meta = segment::write_segment(&inner.root, meta, all, &series, &inner.config.segment)?;
+    let meta = match signal {
+        Signal::Samples => merge_samples(inner, meta, segs, &series)?,
+        Signal::Spans | Signal::Logs => {
+            let mut batches: Vec<RecordBatch> = Vec::new();
+            for s in segs {
+                batches.extend(s.read_all()?);
+            }
+            let all = arrow_select::concat::concat_batches(&schema::of(signal), &batches)?;
+            drop(batches);
+            segment::write_segment(&inner.root, meta, all, &series, &inner.config.segment)?
+        }
+    };
     let new_seg = Arc::new(Segment::open(&inner.root, meta.clone())?);
     new_seg.warm();
     let replaced: HashSet<SegmentId> = segs.iter().map(|s| s.meta().id).collect();
@@ -192,6 +215,51 @@ fn merge(
         .segments_written
         .fetch_add(1, Ordering::Relaxed);
     Ok(true)
+}
+
+/// Writes the samples of `segs` (in id order: of samples sharing a series and a time, the
+/// newer segment's stays) as segment `meta`, a range of series at a time: every input holds
+/// its series in id order, so a range of ids is one run of rows in each, read by itself.
+fn merge_samples(
+    inner: &Inner,
+    meta: SegmentMeta,
+    segs: &[Arc<Segment>],
+    series: &HashMap<crate::types::SeriesId, Arc<crate::model::SeriesDef>>,
+) -> Result<SegmentMeta> {
+    let none = Deadline::none();
+    let dirs = segs
+        .iter()
+        .map(|s| s.series_rows(&none))
+        .collect::<Result<Vec<_>>>()?;
+    // Rows of each series over all inputs, in id order.
+    let mut counts: Vec<(u64, u64)> = dirs.iter().flat_map(|d| d.counts()).collect();
+    counts.sort_unstable_by_key(|&(id, _)| id);
+    counts.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 += later.1;
+        }
+        same
+    });
+    let slice = inner.config.compaction.sample_merge_slice_rows;
+    let mut out = SampleSegmentWriter::create(&inner.root, meta, &inner.config.segment)?;
+    let mut i = 0;
+    while i < counts.len() {
+        // At least one series, then as many as fit in a slice.
+        let (mut j, mut rows) = (i + 1, counts[i].1);
+        while j < counts.len() && rows + counts[j].1 <= slice {
+            rows += counts[j].1;
+            j += 1;
+        }
+        let (lo, hi) = (counts[i].0, counts[j - 1].0);
+        let mut batches = Vec::new();
+        for (s, d) in segs.iter().zip(&dirs) {
+            batches.extend(s.read_rows(d.rows_between(lo, hi))?);
+        }
+        out.write(&super::flush::samples_in_segment_order(&batches)?)?;
+        i = j;
+    }
+    out.finish(series)
 }
 
 /// Drops every segment whose partition ended more than its tenant's TTL ago.

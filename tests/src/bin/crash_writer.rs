@@ -71,6 +71,7 @@ fn config() -> StoreConfig {
             // Merged segments past this size stop being rewritten, which keeps each run's
             // compactions small however much earlier runs left behind.
             target_rows: 8_000,
+            sample_target_rows: 8_000,
             ..CompactionConfig::default()
         },
         segment: SegmentWriteOptions {

@@ -6,6 +6,8 @@ fn cfg(min_segments: usize, target_rows: u64) -> CompactionConfig {
         min_segments,
         target_rows,
         max_merge_bytes: u64::MAX,
+        sample_target_rows: target_rows,
+        sample_merge_slice_rows: 1 << 20,
     }
 }
 
