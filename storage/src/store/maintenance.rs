@@ -166,7 +166,11 @@ fn merge(
         segs.iter().map(|s| s.meta().level).max().unwrap_or(0) + 1,
     );
     let meta = match signal {
-        Signal::Samples => merge_samples(inner, meta, segs, &series)?,
+        Signal::Samples => match merge_samples(inner, meta, segs, &series)? {
+            Some(meta) => meta,
+            // The store is closing.
+            None => return Ok(false),
+        },
         Signal::Spans | Signal::Logs => {
             let mut batches: Vec<RecordBatch> = Vec::new();
             for s in segs {
@@ -220,12 +224,13 @@ fn merge(
 /// Writes the samples of `segs` (in id order: of samples sharing a series and a time, the
 /// newer segment's stays) as segment `meta`, a range of series at a time: every input holds
 /// its series in id order, so a range of ids is one run of rows in each, read by itself.
+/// `None` when the store began closing meanwhile (the partial segment is removed).
 fn merge_samples(
     inner: &Inner,
     meta: SegmentMeta,
     segs: &[Arc<Segment>],
     series: &HashMap<crate::types::SeriesId, Arc<crate::model::SeriesDef>>,
-) -> Result<SegmentMeta> {
+) -> Result<Option<SegmentMeta>> {
     let none = Deadline::none();
     let dirs = segs
         .iter()
@@ -245,6 +250,10 @@ fn merge_samples(
     let mut out = SampleSegmentWriter::create(&inner.root, meta, &inner.config.segment)?;
     let mut i = 0;
     while i < counts.len() {
+        if inner.shutdown.load(Ordering::Acquire) {
+            out.abandon()?;
+            return Ok(None);
+        }
         // At least one series, then as many as fit in a slice.
         let (mut j, mut rows) = (i + 1, counts[i].1);
         while j < counts.len() && rows + counts[j].1 <= slice {
@@ -259,7 +268,7 @@ fn merge_samples(
         out.write(&super::flush::samples_in_segment_order(&batches)?)?;
         i = j;
     }
-    out.finish(series)
+    out.finish(series).map(Some)
 }
 
 /// Drops every segment whose partition ended more than its tenant's TTL ago.

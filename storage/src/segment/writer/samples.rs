@@ -124,6 +124,12 @@ impl SampleSegmentWriter {
         Ok(())
     }
 
+    /// Gives the segment up: its directory is removed (nothing names it yet).
+    pub(crate) fn abandon(self) -> Result<()> {
+        drop(self.data);
+        std::fs::remove_dir_all(&self.dir).at(&self.dir)
+    }
+
     /// Closes the data file, writes the postings and series file of the series written (each
     /// must be in `catalog`), and seals the segment; returns its completed meta.
     pub(crate) fn finish(self, catalog: &HashMap<SeriesId, Arc<SeriesDef>>) -> Result<SegmentMeta> {
@@ -291,6 +297,19 @@ mod tests {
             bounds,
             vec![(0, 0), (0, 3), (100, 102), (103, 105), (106, 108)]
         );
+    }
+
+    #[test]
+    fn an_abandoned_segment_leaves_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let meta = meta();
+        let dir = root.path().join(meta.relative_dir());
+        let mut w = SampleSegmentWriter::create(root.path(), meta, &SegmentWriteOptions::default())
+            .unwrap();
+        w.write(&samples(&[(3, 1), (4, 1)])).unwrap();
+        assert!(dir.join(DATA_FILE).exists());
+        w.abandon().unwrap();
+        assert!(!dir.exists());
     }
 
     #[test]
