@@ -478,14 +478,7 @@ impl Segment {
 
     /// Reads every row of the segment (for compaction).
     pub(crate) fn read_all(&self) -> Result<Vec<RecordBatch>> {
-        let path = self.data_path();
-        let file = std::fs::File::open(&path).at(&path)?;
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
-            .with_batch_size(64 * 1024)
-            .build()?;
-        reader
-            .map(|b| b.map_err(|e| StorageError::corruption(&path, e.to_string())))
-            .collect()
+        self.read_rows(0..self.meta.rows)
     }
 }
 

@@ -194,7 +194,7 @@ fn writer_properties(
             }
         }
         Signal::Samples => {
-            // A page is cut after every write (see `write_sample_pages`): each write is one
+            // A page is cut after every write (see `SampleSegmentWriter::write`): each write is one
             // mini-batch of at most `sample_page_rows` rows, and any buffered row reaches the
             // row-count limit of one.
             b = b
@@ -562,13 +562,14 @@ mod tests {
     use super::*;
     use crate::model::Sample;
 
-    fn samples(rows: &[(u64, i64)]) -> RecordBatch {
+    /// Samples at `(series, timestamp ms)`, each valued at its time.
+    pub(super) fn samples(rows: &[(u64, i64)]) -> RecordBatch {
         let s: Vec<Sample> = rows
             .iter()
             .map(|&(series, timestamp_ms)| Sample {
                 series: SeriesId(series),
                 timestamp_ms,
-                value: 1.0,
+                value: timestamp_ms as f64,
             })
             .collect();
         columnar::samples_to_batch(&s).unwrap()

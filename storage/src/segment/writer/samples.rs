@@ -81,11 +81,10 @@ impl SampleSegmentWriter {
         if sorted.num_rows() == 0 {
             return Ok(());
         }
-        if !is_sorted_for_segment(Signal::Samples, sorted)? {
-            return Err(StorageError::InvalidInput(
-                "samples written to a segment out of order".into(),
-            ));
-        }
+        debug_assert!(
+            is_sorted_for_segment(Signal::Samples, sorted)?,
+            "samples enter a segment in segment order"
+        );
         let ids = sorted
             .column_by_name(col::SERIES_ID)
             .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
@@ -187,21 +186,9 @@ mod tests {
     use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
     use parquet::file::page_index::column_index::ColumnIndexMetaData;
 
+    use super::super::tests::samples;
     use super::*;
-    use crate::model::Sample;
     use crate::types::{SegmentId, TenantId};
-
-    fn samples(rows: &[(u64, i64)]) -> RecordBatch {
-        let s: Vec<Sample> = rows
-            .iter()
-            .map(|&(series, timestamp_ms)| Sample {
-                series: SeriesId(series),
-                timestamp_ms,
-                value: timestamp_ms as f64,
-            })
-            .collect();
-        columnar::samples_to_batch(&s).unwrap()
-    }
 
     fn catalog(ids: &[u64]) -> HashMap<SeriesId, Arc<SeriesDef>> {
         ids.iter()
