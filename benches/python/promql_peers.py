@@ -10,6 +10,11 @@ each system in turn, rotating who goes first), and the median of the repeats is 
 the ratio to the faster peer. Answers are checked: Sightline's must equal Prometheus' (labels,
 timestamps, values within 1e-6 relative); VictoriaMetrics' MetricsQL differs by design for
 `rate`, `increase` and lookback, so its largest relative difference is reported, not enforced.
+These timed queries carry `nocache=1`: VictoriaMetrics' rollup cache and Sightline's query
+cache are bypassed (Prometheus has no result cache), so every step is evaluated.
+
+Then a dashboard refreshing, caches on: four range queries asked once, then again with their
+window moved on by one step per request; the median of the moved requests is reported.
 
 Also reported per system: ingest rate with acknowledged requests (Sightline's acks are durable:
 fsync before 204), peak RSS during the load and over the whole run (VmHWM), and bytes per
@@ -219,7 +224,7 @@ def start_systems(root, sightline):
             "--grpc-addr", f"127.0.0.1:{free_port()}"],
         "victoria-metrics": lambda d, p: [
             "victoria-metrics", f"-storageDataPath={d}", f"-httpListenAddr=127.0.0.1:{p}",
-            "-search.disableCache", "-retentionPeriod=1y", "-loggerLevel=ERROR"],
+            "-retentionPeriod=1y", "-loggerLevel=ERROR"],
         "prometheus": lambda d, p: [
             "prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={d}",
             f"--web.listen-address=127.0.0.1:{p}", "--web.enable-remote-write-receiver",
@@ -318,13 +323,17 @@ def queries(end_ms):
     ]
 
 
-def run_query(system, q, kind, start, end, step):
+def run_query(system, q, kind, start, end, step, cache=False):
+    """One request. Without `cache`, range queries carry `nocache=1`: VictoriaMetrics and
+    Sightline evaluate every step and keep nothing (Prometheus has no such cache)."""
     if kind == "instant":
         params = {"query": q, "time": f"{end / 1000:.3f}"}
         path = "/api/v1/query?"
     else:
         params = {"query": q, "start": f"{start / 1000:.3f}", "end": f"{end / 1000:.3f}",
                   "step": f"{step / 1000:g}"}
+        if not cache:
+            params["nocache"] = "1"
         path = "/api/v1/query_range?"
     t0 = time.perf_counter()
     status, body = system.get(path + urllib.parse.urlencode(params))
@@ -360,6 +369,44 @@ def max_rel_diff(a, b):
             d = abs(x - y) / max(abs(x), abs(y), 1e-9)
             worst = max(worst, d)
     return worst
+
+
+REFRESHED = ["rate by job, 6h@60s", "avg gauge by job, 24h@300s", "histogram_quantile, 6h@60s",
+             "error ratio on(job), 24h@300s"]
+
+
+def dashboard_refresh(args, systems, end_ms):
+    """A dashboard refreshing: each range query above is asked once, then `repeats` times with
+    its window moved on by one more step each time, caches on (VictoriaMetrics' rollup cache,
+    Sightline's query cache; Prometheus has none). Reports the median of the moved requests
+    and checks Sightline's answers against Prometheus'."""
+    print("   -- dashboard refresh, caches on (window moved on one step per request)", flush=True)
+    rows = []
+    for name, q, kind, start, end, step in queries(end_ms):
+        if name not in REFRESHED:
+            continue
+        for s in systems:
+            run_query(s, q, kind, start, end, step, cache=True)
+        times = {s.name: [] for s in systems}
+        agree = True
+        for r in range(1, args.repeats + 1):
+            answers = {}
+            order = systems[r % 3:] + systems[: r % 3]
+            for s in order:
+                secs, ans = run_query(s, q, kind, start + r * step, end + r * step, step,
+                                      cache=True)
+                times[s.name].append(secs)
+                answers[s.name] = ans
+            agree &= max_rel_diff(answers["sightline"], answers["prometheus"]) <= 1e-6
+        med = {k: statistics.median(v) for k, v in times.items()}
+        peer = min(med["victoria-metrics"], med["prometheus"])
+        rows.append({"name": name, "median_s": med, "ratio": med["sightline"] / peer,
+                     "agrees_with_prometheus": agree})
+        print(f"   {name:32s} sightline {med['sightline'] * 1000:8.1f} ms  vm "
+              f"{med['victoria-metrics'] * 1000:8.1f}  prom {med['prometheus'] * 1000:8.1f}  "
+              f"ratio {med['sightline'] / peer:5.2f}  {'agrees' if agree else 'DIFFERS'}",
+              flush=True)
+    return rows
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -430,6 +477,7 @@ def one_size(args, n_series):
                   f"{med['victoria-metrics'] * 1000:8.1f}  prom {med['prometheus'] * 1000:8.1f}  "
                   f"ratio {row['ratio']:5.2f}  {'agrees' if row['agrees_with_prometheus'] else 'DIFFERS'}"
                   f" (vs vm {vs_vm:.1e})", flush=True)
+        result["refresh"] = dashboard_refresh(args, systems, end_ms)
         for s in systems:
             result["systems"][s.name]["rss_peak_run"] = s.hwm_bytes()
     finally:
@@ -479,7 +527,7 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"args": vars(args), "runs": runs}, f, indent=1)
-    if any(not q["agrees_with_prometheus"] for r in runs for q in r["queries"]):
+    if any(not q["agrees_with_prometheus"] for r in runs for q in r["queries"] + r["refresh"]):
         sys.exit("Sightline's answers differ from Prometheus' (see DIFFERS above)")
 
 

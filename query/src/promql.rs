@@ -15,12 +15,14 @@
 mod aggregate;
 mod binary;
 pub mod budget;
+pub mod cache;
 pub mod eval;
 mod functions;
 pub mod source;
 pub mod value;
 
 pub use budget::{Budget, DEFAULT_MAX_SAMPLES};
+pub use cache::{CacheConfig, CacheStats, ResultCache};
 pub use source::{MemorySource, SampleSource, StoreSource};
 pub use value::{QueryResult, ResultSeries};
 
@@ -98,6 +100,15 @@ pub fn range_query(
     step_ms: i64,
     budget: &Budget,
 ) -> Result<QueryResult> {
+    let grid = range_grid(start_ms, end_ms, step_ms)?;
+    let expr = parse(query)?;
+    let series = eval_range(source, &expr, grid, grid, budget)?;
+    Ok(QueryResult::Matrix(series))
+}
+
+/// The steps of a range query, refused as Prometheus refuses them (a step that is not
+/// positive, an end before the start, more than [`MAX_STEPS`] steps).
+pub(crate) fn range_grid(start_ms: i64, end_ms: i64, step_ms: i64) -> Result<Grid> {
     if step_ms <= 0 {
         return Err(QueryError::BadRequest(
             "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
@@ -118,39 +129,49 @@ pub fn range_query(
             "exceeded maximum resolution of {MAX_STEPS} points per timeseries. Try decreasing the query resolution (?step=XX)"
         )));
     }
-    let expr = parse(query)?;
+    Ok(grid)
+}
+
+/// Evaluates `expr` at the steps of `grid`, part of the request `query` (whose start and end
+/// `@ start()` and `@ end()` name): the series with at least one point, in no set order.
+pub(crate) fn eval_range(
+    source: &dyn SampleSource,
+    expr: &promql_parser::parser::Expr,
+    grid: Grid,
+    query: Grid,
+    budget: &Budget,
+) -> Result<Vec<ResultSeries>> {
     let ev = Evaluator {
         source,
         grid,
         lookback_ms: LOOKBACK_MS,
-        query_start: start_ms,
-        query_end: end_ms,
+        query_start: query.start,
+        query_end: query.end,
         budget,
         held: Held::new(budget.max_samples),
     };
-    Ok(match ev.eval(&expr)? {
-        Value::Scalar(v) => QueryResult::Matrix(vec![ResultSeries {
+    Ok(match ev.eval(expr)? {
+        Value::Scalar(v) => vec![ResultSeries {
             labels: Vec::new(),
             points: v
                 .into_iter()
                 .enumerate()
                 .map(|(i, x)| (grid.at(i), x))
                 .collect(),
-        }]),
-        Value::Vector(v) => QueryResult::Matrix(
-            v.into_iter()
-                .map(|s| ResultSeries {
-                    labels: s.labels.as_ref().clone(),
-                    points: s
-                        .values
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, x)| x.map(|x| (grid.at(i), x)))
-                        .collect(),
-                })
-                .filter(|s| !s.points.is_empty())
-                .collect(),
-        ),
+        }],
+        Value::Vector(v) => v
+            .into_iter()
+            .map(|s| ResultSeries {
+                labels: s.labels.as_ref().clone(),
+                points: s
+                    .values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, x)| x.map(|x| (grid.at(i), x)))
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect(),
         Value::String(_) | Value::Matrix(_) => {
             return Err(QueryError::Execution(
                 "invalid expression type for range query, must be Scalar or instant Vector".into(),

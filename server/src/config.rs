@@ -287,6 +287,7 @@ impl Config {
             &a.max_concurrent_queries_per_tenant,
         );
         set(&mut l.max_query_samples, &a.max_query_samples);
+        set(&mut l.query_cache_bytes, &a.query_cache_bytes);
         set(&mut l.max_connections, &a.max_connections);
         set(&mut l.max_decoded_bytes, &a.max_decoded_bytes);
         set(

@@ -19,6 +19,8 @@
 //! | `max_concurrent_queries` (query, metadata and detect work running at once, all tenants) | 20 | waits within the deadline, then 503 `timeout` |
 //! | `max_concurrent_queries_per_tenant` (the same, one tenant) | 10 | waits within the deadline, then 503 `timeout` |
 //! | `max_query_samples` (samples one PromQL query may hold, Prometheus' `--query.max-samples`) | 50,000,000 | 422 `execution` |
+//! | `query_cache_bytes` (range query answers kept for repeated dashboard queries, all tenants; 0 turns the cache off) | 64 MiB | least recently used answers dropped |
+//! | `query_cache_recent_secs` (steps this close to now are evaluated on every request, never kept) | 300 | |
 //! | `max_connections` (open connections per listener, HTTP and gRPC) | 4,096 | connection closed at accept |
 //! | `header_read_timeout_secs` (to send request headers; also the keep-alive idle timeout) | 30 | connection closed |
 //! | `body_read_timeout_secs` (longest pause while sending a request body) | 60 | 400, connection closed |
@@ -72,6 +74,12 @@ pub struct Limits {
     pub max_concurrent_queries_per_tenant: usize,
     /// Most samples one PromQL query may hold in memory (Prometheus' `--query.max-samples`).
     pub max_query_samples: usize,
+    /// Bytes of range query answers kept for the next request of the same query, all tenants
+    /// together; 0 turns the cache off.
+    pub query_cache_bytes: usize,
+    /// Steps of a range query less than this many seconds before now are evaluated on every
+    /// request and never kept (their samples are still arriving).
+    pub query_cache_recent_secs: u64,
     /// Most connections open at once, per listener (HTTP and gRPC each).
     pub max_connections: usize,
     /// Longest wait for a request's headers, in seconds; also the keep-alive idle timeout.
@@ -118,6 +126,8 @@ impl Default for Limits {
             max_concurrent_queries: 20,
             max_concurrent_queries_per_tenant: 10,
             max_query_samples: 50_000_000,
+            query_cache_bytes: 64 << 20,
+            query_cache_recent_secs: 300,
             max_connections: 4096,
             header_read_timeout_secs: 30,
             body_read_timeout_secs: 60,

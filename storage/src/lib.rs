@@ -71,7 +71,9 @@ pub use model::{
 };
 pub use predicate::{MAX_ANY_OF, MatchOp, Matcher, Predicate, ScanRequest};
 pub use segment::{ScanStats, SegmentWriteOptions};
-pub use store::{Extent, OpenReport, SampleScan, ScanResult, SeriesSamples, Store, StoreStats};
+pub use store::{
+    Extent, OpenReport, SampleObserver, SampleScan, ScanResult, SeriesSamples, Store, StoreStats,
+};
 pub use types::{
     Lsn, SegmentId, SeriesId, Signal, SpanId, TenantId, TimeRange, TraceId, UnixNanos,
 };

@@ -14,6 +14,7 @@ mod background;
 mod commit;
 mod flush;
 mod maintenance;
+mod observer;
 mod recovery;
 mod sample_merge;
 mod scan;
@@ -28,6 +29,7 @@ use arrow_array::RecordBatch;
 use parking_lot::Mutex;
 use serde::Serialize;
 
+pub use observer::SampleObserver;
 pub use recovery::OpenReport;
 pub use sample_merge::SeriesSamples;
 pub use scan::{SampleScan, ScanResult};
@@ -158,6 +160,8 @@ pub(crate) struct Inner {
     wake: background::Wakeup,
     /// Wakes the compaction thread after a flush.
     compact_wake: background::Wakeup,
+    /// Told of sample changes that can change answers.
+    observers: observer::Observers,
     shutdown: AtomicBool,
     _lock_file: File,
 }
@@ -295,7 +299,22 @@ impl Store {
             }
         }
         let rows = columnar::samples_to_batch(&batch.samples)?;
-        self.inner.append(tenant, Signal::Samples, rows, used)
+        let result = self.inner.append(tenant, Signal::Samples, rows, used);
+        // Told even when the append failed: a failure after the memtable insert (the WAL sync)
+        // leaves the rows visible.
+        let earliest = batch.samples.iter().map(|s| s.timestamp_ms).min();
+        if let Some(ms) = earliest {
+            self.inner
+                .observers
+                .written(tenant, UnixNanos::from_millis(ms));
+        }
+        result
+    }
+
+    /// Registers an observer of sample changes ([`SampleObserver`]): told of every append
+    /// and removal from now on.
+    pub fn observe_samples(&self, observer: Arc<dyn SampleObserver>) {
+        self.inner.observers.add(observer);
     }
 
     /// Reads rows; see [`crate::ScanRequest`].

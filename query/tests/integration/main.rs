@@ -13,5 +13,6 @@ mod log_search;
 mod plan;
 mod promql;
 mod promql_budget;
+mod promql_cache;
 mod promql_golden;
 mod traces;

@@ -144,6 +144,11 @@ pub struct ServeArgs {
     #[arg(long, env = "SIGHTLINE_MAX_QUERY_SAMPLES", value_name = "N")]
     pub max_query_samples: Option<usize>,
 
+    /// Bytes of range query answers kept for repeated dashboard queries, all tenants
+    /// together; 0 turns the cache off [default: 67108864].
+    #[arg(long, env = "SIGHTLINE_QUERY_CACHE_BYTES", value_name = "BYTES")]
+    pub query_cache_bytes: Option<usize>,
+
     /// Most open connections per listener (HTTP and gRPC each); more are closed at accept.
     /// Keep the process' open-files limit (systemd `LimitNOFILE`) above twice this plus 1024
     /// [default: 4096].

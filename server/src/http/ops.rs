@@ -58,6 +58,7 @@ async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
             if let Some(a) = st.assembler() {
                 a.render(&mut text);
             }
+            super::prometheus::query::render_cache_metrics(&st.query_cache.stats(), &mut text);
             text
         },
     )

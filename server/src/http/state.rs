@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use sightline_query::promql::{CacheConfig, ResultCache};
 use sightline_storage::TenantId;
 
 use super::error::ApiError;
@@ -22,10 +23,14 @@ pub struct AppState {
     pub runner: Arc<Runner>,
     /// Listener-level settings (allowed hosts, CORS, base path).
     pub http: Arc<HttpSettings>,
+    /// Range query answers kept for repeated dashboard queries; told of every sample change
+    /// by the store.
+    pub query_cache: Arc<ResultCache>,
 }
 
 impl AppState {
-    /// State over `ingest` with the runner sized by its limits and default HTTP settings.
+    /// State over `ingest` with the runner and the query cache sized by its limits; the cache
+    /// is registered with the store.
     pub fn new(ingest: Arc<Ingest>, http: HttpSettings) -> Self {
         let l = ingest.limits();
         let runner = Runner::new(RunnerLimits {
@@ -33,10 +38,19 @@ impl AppState {
             max_concurrent_per_tenant: l.max_concurrent_queries_per_tenant,
             max_timeout: std::time::Duration::from_secs(l.query_timeout_secs),
         });
+        let query_cache = Arc::new(ResultCache::new(CacheConfig {
+            max_bytes: l.query_cache_bytes,
+            recent_ms: i64::try_from(l.query_cache_recent_secs.saturating_mul(1000))
+                .unwrap_or(i64::MAX),
+        }));
+        if l.query_cache_bytes > 0 {
+            ingest.store().observe_samples(query_cache.clone());
+        }
         Self {
             ingest,
             runner: Arc::new(runner),
             http: Arc::new(http),
+            query_cache,
         }
     }
 }

@@ -306,7 +306,17 @@ pub(super) fn apply_retention(inner: &Inner) -> Result<usize> {
             }
         },
     )?;
-    for s in obsolete {
+    let mut removed_from: Vec<&TenantId> = obsolete
+        .iter()
+        .filter(|s| s.meta().signal == Signal::Samples)
+        .map(|s| &s.meta().tenant)
+        .collect();
+    removed_from.sort();
+    removed_from.dedup();
+    for tenant in removed_from {
+        inner.observers.removed(tenant);
+    }
+    for s in &obsolete {
         s.mark_obsolete();
     }
     let dropped = dropped.unwrap_or_default();
@@ -335,6 +345,9 @@ pub(super) fn quarantine(inner: &Inner, id: SegmentId, reason: &str) -> Result<(
     let Some(meta) = meta else {
         return Ok(());
     };
+    if meta.signal == Signal::Samples {
+        inner.observers.removed(&meta.tenant);
+    }
     tracing::error!(segment = %id, %reason, "quarantined segment that failed to read");
     super::recovery::quarantine_segment(&inner.root, &meta)?;
     inner

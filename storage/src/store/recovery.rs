@@ -246,6 +246,7 @@ pub(super) fn open(root: &Path, config: StoreConfig) -> Result<(Inner, OpenRepor
         counters,
         wake: super::background::Wakeup::default(),
         compact_wake: super::background::Wakeup::default(),
+        observers: Default::default(),
         shutdown: AtomicBool::new(false),
         _lock_file: lock_file,
     };

@@ -16,7 +16,8 @@ use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use sightline_query::QueryError;
 use sightline_query::promql::{
-    Budget, QueryResult, ResultSeries, SampleSource, StoreSource, instant_query, range_query,
+    Budget, CacheStats, QueryResult, ResultSeries, SampleSource, StoreSource, instant_query,
+    range_query,
 };
 use sightline_storage::TenantId;
 
@@ -90,7 +91,9 @@ pub async fn instant(
     }
 }
 
-/// `GET|POST /api/v1/query_range`: `query`, `start`, `end`, `step`, `timeout`.
+/// `GET|POST /api/v1/query_range`: `query`, `start`, `end`, `step`, `timeout`, `nocache`.
+/// Answered through the [`sightline_query::promql::ResultCache`]: steps an earlier request
+/// computed are taken from it, unless `nocache=1` (as in VictoriaMetrics).
 pub async fn range(
     State(st): State<AppState>,
     method: Method,
@@ -108,8 +111,17 @@ pub async fn range(
         })?;
         let timeout = query_timeout(&st, &p)?;
         let query = p.get("query").unwrap_or("").to_owned();
+        // VictoriaMetrics' `nocache=1`: evaluate every step, keep nothing.
+        let nocache = matches!(p.get("nocache"), Some("1" | "true"));
+        let cache = Arc::clone(&st.query_cache);
+        let now = st.now().as_millis();
+        let t = tenant.clone();
         let r = evaluate(&st, tenant, timeout, move |src, budget| {
-            range_query(src, &query, start, end, step, budget)
+            if nocache {
+                range_query(src, &query, start, end, step, budget)
+            } else {
+                cache.range_query(src, &t, &query, start, end, step, now, budget)
+            }
         })
         .await?;
         Ok::<_, ApiError>(render(r))
@@ -173,6 +185,58 @@ pub async fn format(
     match run.await {
         Ok(data) => success(&data, &[]),
         Err(e) => e.into_response(),
+    }
+}
+
+/// The `sightline_query_cache_*` families in the Prometheus text format.
+pub fn render_cache_metrics(c: &CacheStats, o: &mut String) {
+    use std::fmt::Write;
+    let families: [(&str, &str, &str, u64); 7] = [
+        (
+            "sightline_query_cache_hits_total",
+            "counter",
+            "Range queries answered at least in part from the query cache.",
+            c.hits,
+        ),
+        (
+            "sightline_query_cache_misses_total",
+            "counter",
+            "Cacheable range queries evaluated in full.",
+            c.misses,
+        ),
+        (
+            "sightline_query_cache_steps_served_total",
+            "counter",
+            "Range query steps answered from the query cache.",
+            c.steps_served,
+        ),
+        (
+            "sightline_query_cache_steps_evaluated_total",
+            "counter",
+            "Range query steps evaluated by cacheable queries.",
+            c.steps_evaluated,
+        ),
+        (
+            "sightline_query_cache_invalidations_total",
+            "counter",
+            "Late appends and removals that dropped cached steps.",
+            c.invalidations,
+        ),
+        (
+            "sightline_query_cache_bytes",
+            "gauge",
+            "Bytes of range query answers cached.",
+            c.bytes as u64,
+        ),
+        (
+            "sightline_query_cache_entries",
+            "gauge",
+            "Range query answers cached.",
+            c.entries as u64,
+        ),
+    ];
+    for (name, kind, help, v) in families {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
     }
 }
 
