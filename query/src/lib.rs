@@ -16,7 +16,10 @@
 //! `MemorySource` serves tests). `promql/eval` (selectors, lookback 5 min, staleness markers,
 //! offset/@), `promql/functions` (rate family with Prometheus' extrapolation, `*_over_time`, math,
 //! label functions, `histogram_quantile`), `promql/aggregate`, `promql/binary` (vector matching).
-//! Unsupported constructs (subqueries, ...) fail with an error naming them.
+//! Unsupported constructs (subqueries, ...) fail with an error naming them. `promql/cache`
+//! keeps range query answers per query, step and grid phase for the next request of a
+//! dashboard, and drops kept steps when the store reports a late append or a removal
+//! (`sightline_storage::SampleObserver`).
 //! `query/tests/integration/promql_golden.rs` (+`query/tests/integration/golden/{data,prom,compare,queries}`) is the golden
 //! suite: fixed samples loaded into a real Prometheus 2.42 (blocks via `promtool`) and into a
 //! `Store`, 270+ queries compared instant and range, in the test run itself.

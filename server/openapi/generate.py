@@ -58,7 +58,7 @@ add("/api/v1/aggregate/fields", "get", {"tags": ["native"], "summary": "Numeric 
 P = "Prometheus HTTP API (https://prometheus.io/docs/prometheus/latest/querying/api/); see docs/prom-api.md"
 for path, methods, summary in [
     ("/api/v1/query", ["get", "post"], "PromQL instant query (query, time, timeout)"),
-    ("/api/v1/query_range", ["get", "post"], "PromQL range query (query, start, end, step, timeout)"),
+    ("/api/v1/query_range", ["get", "post"], "PromQL range query (query, start, end, step, timeout, nocache)"),
     ("/api/v1/query_exemplars", ["get", "post"], "Exemplars (always empty)"),
     ("/api/v1/format_query", ["get", "post"], "Pretty-printed PromQL"),
     ("/api/v1/series", ["get", "post"], "Series matching match[] selectors"),

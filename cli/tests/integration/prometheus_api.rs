@@ -622,3 +622,74 @@ fn bearer_tokens_pick_the_tenant() {
     assert_eq!(data_strings(&v), Vec::<String>::new());
     server.stop();
 }
+
+/// A counter of `sightline_query_cache_*` on `/metrics`.
+fn cache_counter(addr: std::net::SocketAddr, name: &str) -> u64 {
+    let text = http(addr, "GET", "/metrics", &[], b"").unwrap().text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+        .parse()
+        .unwrap()
+}
+
+/// A dashboard panel refreshing: the moved window is answered from the query cache, a late
+/// sample inside the cached steps shows in the next answer, and `nocache=1` bypasses the cache.
+#[test]
+fn dashboard_refresh_is_cached_and_sees_late_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(
+        &dir.path().join("data"),
+        &["--fsync", "never"],
+        dir.path().join("log"),
+    );
+    let addr = server.http;
+    let t0 = (now_ms() / 60_000) * 60_000 - 3 * 3_600_000;
+    let series = |job: &str| {
+        let pts: Vec<(i64, f64)> = (0..720)
+            .map(|i| (t0 + i * 10_000, 5.0 * i as f64))
+            .collect();
+        ts(&[("__name__", "reqs_total"), ("job", job)], &pts)
+    };
+    let body = encode(vec![series("a"), series("b")], vec![]);
+    assert_eq!(post_write(addr, &body, &[]).status, 204);
+    let q = "sum by (job) (rate(reqs_total[5m]))";
+    let range = |shift: i64, extra: &[(&str, &str)]| {
+        let (start, end) = (secs(t0 + 1_800_000 + shift), secs(t0 + 5_400_000 + shift));
+        let mut p = vec![
+            ("query", q),
+            ("start", &start),
+            ("end", &end),
+            ("step", "60"),
+        ];
+        p.extend_from_slice(extra);
+        let (s, v) = get_json(addr, "/api/v1/query_range", &p, &[]);
+        assert_eq!(s, 200, "{v}");
+        points(&v)
+    };
+    let first = range(0, &[]);
+    assert_eq!(first.len(), 2);
+    assert_eq!(first[0].1.len(), 61);
+    let served = cache_counter(addr, "sightline_query_cache_steps_served_total");
+    let moved = range(60_000, &[]);
+    assert_eq!(moved, range(60_000, &[("nocache", "1")]));
+    assert_eq!(cache_counter(addr, "sightline_query_cache_hits_total"), 1);
+    assert_eq!(
+        cache_counter(addr, "sightline_query_cache_steps_served_total") - served,
+        60
+    );
+    // A late sample resets job a's counter an hour into the data: cached steps after it go.
+    let late = encode(
+        vec![ts(
+            &[("__name__", "reqs_total"), ("job", "a")],
+            &[(t0 + 3_600_000 + 5_000, 0.0)],
+        )],
+        vec![],
+    );
+    assert_eq!(post_write(addr, &late, &[]).status, 204);
+    assert!(cache_counter(addr, "sightline_query_cache_invalidations_total") >= 1);
+    let after = range(60_000, &[]);
+    assert_ne!(after, moved);
+    assert_eq!(after, range(60_000, &[("nocache", "1")]));
+    server.stop();
+}
