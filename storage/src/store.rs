@@ -302,12 +302,9 @@ impl Store {
         let result = self.inner.append(tenant, Signal::Samples, rows, used);
         // Told even when the append failed: a failure after the memtable insert (the WAL sync)
         // leaves the rows visible.
-        let earliest = batch.samples.iter().map(|s| s.timestamp_ms).min();
-        if let Some(ms) = earliest {
-            self.inner
-                .observers
-                .written(tenant, UnixNanos::from_millis(ms));
-        }
+        self.inner.observers.written(tenant, || {
+            batch.samples.iter().map(|s| s.timestamp_ms).min()
+        });
         result
     }
 

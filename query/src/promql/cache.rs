@@ -327,12 +327,11 @@ impl ResultCache {
             head = slice(&head, first, keep_until);
         }
         let series = append_steps(head, slice(answer, start.max(first), keep_until));
-        let bytes = size_of_series(&series) + key.query.len() + 128;
+        st.remove(&key);
+        let bytes = entry_bytes(&key, &series);
         if bytes > self.config.max_bytes / 8 {
-            st.remove(&key);
             return;
         }
-        st.remove(&key);
         st.tick += 1;
         let tick = st.tick;
         st.lru.insert(tick, key.clone());
@@ -410,7 +409,7 @@ impl SampleObserver for ResultCache {
             let last = e.first + (limit - e.first) / k.step * k.step;
             e.series = slice(&e.series, e.first, last);
             e.last = last;
-            let bytes = size_of_series(&e.series) + k.query.len() + 128;
+            let bytes = entry_bytes(k, &e.series);
             st.bytes = st.bytes - e.bytes + bytes;
             e.bytes = bytes;
         }
@@ -513,17 +512,19 @@ fn append_steps(earlier: Vec<ResultSeries>, later: Vec<ResultSeries>) -> Vec<Res
     out
 }
 
-fn size_of_series(series: &[ResultSeries]) -> usize {
-    series
-        .iter()
-        .map(|s| {
-            64 + s.points.len() * 16
-                + s.labels
-                    .iter()
-                    .map(|(k, v)| 48 + k.len() + v.len())
-                    .sum::<usize>()
-        })
-        .sum()
+/// What an entry of `key` holding `series` is counted as.
+fn entry_bytes(key: &Key, series: &[ResultSeries]) -> usize {
+    128 + key.query.len()
+        + series
+            .iter()
+            .map(|s| {
+                64 + s.points.len() * 16
+                    + s.labels
+                        .iter()
+                        .map(|(k, v)| 48 + k.len() + v.len())
+                        .sum::<usize>()
+            })
+            .sum::<usize>()
 }
 
 #[cfg(test)]

@@ -35,9 +35,16 @@ impl Observers {
         self.0.write().push(o);
     }
 
-    pub(crate) fn written(&self, tenant: &TenantId, earliest: UnixNanos) {
-        for o in self.0.read().iter() {
-            o.samples_written(tenant, earliest);
+    /// Tells every observer of an append whose earliest sample time (ms) `earliest` finds;
+    /// computed only when someone listens, since it walks the append's samples.
+    pub(crate) fn written(&self, tenant: &TenantId, earliest: impl FnOnce() -> Option<i64>) {
+        let observers = self.0.read();
+        if observers.is_empty() {
+            return;
+        }
+        let Some(ms) = earliest() else { return };
+        for o in observers.iter() {
+            o.samples_written(tenant, UnixNanos::from_millis(ms));
         }
     }
 
