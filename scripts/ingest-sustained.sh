@@ -2,7 +2,8 @@
 # Sustained OTLP ingest against a fresh release server: the numbers in docs/benchmarks.md
 # "Sustained OTLP ingest".
 #   scripts/ingest-sustained.sh SECONDS [otlp-load flags, e.g. --spread-hours 24 | --signal logs --rate 300000]
-# Needs `cargo build --release -p sightline -p sightline-server --bins`. Prints the load
+# Needs `cargo build --release -p sightline -p sightline-server --bins` (SIGHTLINE_BIN=path runs
+# another server binary, to compare builds). Prints the load
 # generator's progress (rate, refusals, server RSS every 10 s) and summary, the server's memory
 # split and store counters at the end, and how long the shutdown flush took.
 set -euo pipefail
@@ -10,7 +11,7 @@ secs=${1:?seconds}; shift
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d "${TMPDIR:-/tmp}/sightline-ingest.XXXXXX")
 port=${SIGHTLINE_BENCH_PORT:-14318}
-target/release/sightline serve --data-dir "$dir/data" --http-addr "127.0.0.1:$port" \
+"${SIGHTLINE_BIN:-target/release/sightline}" serve --data-dir "$dir/data" --http-addr "127.0.0.1:$port" \
   --grpc-addr "127.0.0.1:$((port - 1))" --log-level warn >"$dir/server.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null && wait $pid; rm -rf "$dir"' EXIT

@@ -50,10 +50,10 @@ impl SignalBytes {
         let mut out = SignalBytes::default();
         walk_files(dir, &mut |p, len| {
             let name = p.file_name().and_then(|f| f.to_str()).unwrap_or("");
-            let in_text = p
-                .components()
-                .any(|c| c.as_os_str() == sightline_storage::segment::TEXT_DIR);
-            if in_text || name == "postings.bin" || name == "attr_blooms.bin" {
+            if name == sightline_storage::text_index::TEXT_INDEX_FILE
+                || name == "postings.bin"
+                || name == "attr_blooms.bin"
+            {
                 out.index += len;
             } else if name.starts_with("rollup") {
                 out.rollups += len;

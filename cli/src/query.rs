@@ -94,7 +94,7 @@ pub enum QueryCommand {
     ///
     /// Example: sightline query traces --since 1h --model gpt-4o --min-duration 2s --status error
     Traces(TraceSearchArgs),
-    /// Search logs: full text (tantivy syntax) with filters, newest first.
+    /// Search logs: full text (words, "phrases", OR, -excluded, prefix*) with filters, newest first.
     ///
     /// Example: sightline query logs timeout --service llm-router --min-severity warn --since 30m
     Logs(LogSearchArgs),

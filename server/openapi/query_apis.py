@@ -44,7 +44,7 @@ add("/api/v1/quality/provenance/groups", ["get"], "native", "Scored answers, ans
     [q("by", "model (default), route, prompt_template, service or provider")] + pselect + pfilters)
 add("/api/v1/quality/documents", ["get"], "native", "Usage per retrieved document (answers it was context of, answers and sentences it supports) and per-retrieval measures (chunks per retrieval, chunks used, retriever score distribution of all, used and unused chunks)", Q, pselect[2:] + pfilters)
 L = "See docs/logs.md."
-lcommon = [q("start", "RFC 3339, Unix seconds or nanoseconds"), q("end", "RFC 3339, Unix seconds or nanoseconds"), q("query", "full-text query (tantivy syntax); alias q"), q("service", "service.name"),
+lcommon = [q("start", "RFC 3339, Unix seconds or nanoseconds"), q("end", "RFC 3339, Unix seconds or nanoseconds"), q("query", "full-text query (words ANDed, \"phrase\", OR, -excluded, prefix*; docs/logs.md); alias q"), q("service", "service.name"),
            q("severity", "exact severity text"), q("min_severity", "minimum severity number or name"), q("trace_id", "hex"), q("span_id", "hex"),
            q("filter", "key=value, key!=value, key=~re, key!~re (repeatable)"), q("explain", "true adds scan statistics", typ="boolean")]
 add("/api/v1/logs/search", ["get", "post"], "native", "Log search: full text with attribute, severity, trace and time filters, newest first", L,

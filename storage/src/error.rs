@@ -102,9 +102,6 @@ pub enum StorageError {
     /// The Arrow library reported an error.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
-    /// The full-text index reported an error.
-    #[error("text index: {0}")]
-    Text(#[from] tantivy::TantivyError),
 }
 
 impl StorageError {

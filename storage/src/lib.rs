@@ -29,7 +29,7 @@
 //! | `postings` | per-segment `key=value -> roaring bitmap` inverted index, and the per-key policy moving high-cardinality keys to `attr_bloom` by measured size |
 //! | `attr_bloom` | per-segment, per-block (1,024-row) bloom filters of the `key=value` pairs of the keys postings leave to them |
 //! | `rollup` | per-segment span rollups: spans pre-aggregated per minute by service, span name, kind, status, GenAI operation, provider and request model (counts, time extent, count/sum/min/max of every numeric GenAI/quality column), and the rule deciding when a segment may answer from them; `rollup/view`: `RollupView`, the one reader of the rollup rows a scan returns (weights, status, durations) |
-//! | `text_index` (+`text_index/bounds`) | tantivy index over log bodies (per segment, and in RAM for memtables); query length, nesting and clause bounds checked before tantivy parses |
+//! | `text_index` (+`text_index/{tokens,terms,file,query,bounds}`) | full-text search of log bodies: the tokenizer, token -> rows indexes (a `text.idx` file per log segment, in RAM for memtables), queries (tantivy's query grammar, answered from an index, phrases checked against bodies), query length, nesting and clause bounds checked before parsing |
 //! | `manifest` | the list of live segments + WAL checkpoint, replaced atomically |
 //! | `series` | per-tenant series catalog with a label index for matchers |
 //! | `predicate` | `ScanRequest`, `Predicate`, `Matcher` and their exact evaluation on batches |

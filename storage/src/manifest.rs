@@ -23,9 +23,12 @@ const MAGIC: &[u8; 8] = b"SLMANIF1";
 /// postings keys indexed by `attr_blooms.bin` and rollups that leave keys out, which a
 /// version-1 reader would answer wrongly from, so it refuses the store instead; 3 compresses
 /// `postings.bin` (`SLPOST02`) and the text index's document store with zstd, which a
-/// version-2 reader would take for damage and quarantine. Stores of versions 1 and 2 are read
-/// as they are (their segments keep their formats until compaction rewrites them).
-pub const FORMAT_VERSION: u32 = 3;
+/// version-2 reader would take for damage and quarantine; 4 replaces a log segment's tantivy
+/// `text/` directory with a token index `text.idx`, without which a version-3 reader would
+/// quarantine the segment. Stores of versions 1 to 3 are read as they are (their segments keep
+/// their formats until compaction rewrites them; their log segments are searched by reading
+/// their bodies).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Length and checksum of one file of a segment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,7 +15,7 @@ use arrow_array::{Array, RecordBatch};
 use parking_lot::Mutex;
 
 use crate::error::{Result, StorageError};
-use crate::text_index::RamTextIndex;
+use crate::text_index::{Candidates, RamTextIndex, TextQuery};
 use crate::types::{Lsn, Signal, UnixNanos};
 
 /// One appended batch and its time bounds.
@@ -139,20 +139,12 @@ pub struct MemSnapshot {
 }
 
 impl MemSnapshot {
-    /// Rows of the snapshot whose body matches `query`, indexing not-yet-indexed rows first
-    /// (one batch at a time, checking `deadline` before each; what was indexed stays indexed).
-    pub fn search_text(
-        &self,
-        query: &str,
-        deadline: &crate::Deadline,
-    ) -> Result<roaring::RoaringBitmap> {
+    /// Rows of the snapshot that may match `query` ([`Candidates::exact`] says whether each
+    /// does), indexing not-yet-indexed rows first (one batch at a time, checking `deadline`
+    /// before each; what was indexed stays indexed).
+    pub fn search_text(&self, query: &TextQuery, deadline: &crate::Deadline) -> Result<Candidates> {
         let mut guard = self.text.lock();
-        if guard.is_none() {
-            *guard = Some(RamTextIndex::new()?);
-        }
-        let idx = guard
-            .as_mut()
-            .ok_or_else(|| StorageError::InvalidQuery("text index unavailable".into()))?;
+        let idx = guard.get_or_insert_with(RamTextIndex::new);
         let indexed = idx.indexed_rows();
         for mb in &self.batches {
             let end = mb.first_row + mb.batch.num_rows() as u32;
@@ -165,17 +157,17 @@ impl MemSnapshot {
                 crate::schema::col::BODY,
             )?;
             let skip = indexed.saturating_sub(mb.first_row) as usize;
-            idx.extend((skip..bodies.len()).map(|i| bodies.value(i)))?;
+            idx.extend((skip..bodies.len()).map(|i| bodies.value(i)));
         }
-        let mut rows = idx.search(query)?;
+        let mut found = idx.candidates(query)?;
         // Rows indexed from a newer snapshot are not visible to this one.
         let visible = self
             .batches
             .last()
             .map(|b| b.first_row + b.batch.num_rows() as u32)
             .unwrap_or(0);
-        rows.remove_range(visible..);
-        Ok(rows)
+        found.rows.remove_range(visible..);
+        Ok(found)
     }
 }
 

@@ -214,7 +214,7 @@ impl ScanRequest {
                             "full-text search applies to logs only".into(),
                         ));
                     }
-                    crate::text_index::TextIndex::validate_query(q)?;
+                    crate::text_index::validate_query(q)?;
                 }
                 Predicate::TraceId(_) if self.signal == Signal::Samples => {
                     return Err(StorageError::InvalidQuery(
@@ -359,8 +359,8 @@ pub(crate) fn predicate_columns(signal: Signal, p: &Predicate) -> Vec<&'static s
             }
             cols
         }
-        // Answered by the text indexes (tantivy per segment, in memory for memtables), never
-        // by reading bodies.
+        // Answered by the token indexes (per segment, in memory for memtables); a query with
+        // a phrase also reads the bodies to check them ([`crate::segment::scan::CompiledScan`]).
         Predicate::FullText(_) => Vec::new(),
     }
 }

@@ -10,7 +10,7 @@
 //!     rollup_durations.parquet   spans only: the durations those aggregates summarise, sorted
 //!     rollup_hourly.parquet      spans only: per-hour aggregates by every key, where the
 //!                                minute rollup leaves one out
-//!     text/           logs only: tantivy index of bodies
+//!     text.idx        logs only: token -> rows index of bodies (text_index/file.rs)
 //!     meta.json       SegmentMeta (time range, rows, file checksums)
 //! ```
 //!
@@ -53,7 +53,7 @@ use crate::manifest::{self, SegmentMeta};
 use crate::model::SeriesDef;
 use crate::postings::Postings;
 use crate::schema::{self, col};
-use crate::text_index::TextIndex;
+use crate::text_index::{self, Candidates, TEXT_INDEX_FILE, TextQuery, TokenIndexFile};
 use crate::types::{Signal, UnixNanos};
 
 /// Parquet rows file.
@@ -62,8 +62,6 @@ pub const DATA_FILE: &str = "data.parquet";
 pub const SERIES_FILE: &str = "series.parquet";
 /// Postings file.
 pub const POSTINGS_FILE: &str = "postings.bin";
-/// Text index directory of log segments.
-pub const TEXT_DIR: &str = "text";
 /// Segment metadata file.
 pub const META_FILE: &str = "meta.json";
 
@@ -110,7 +108,8 @@ pub struct Segment {
     time_leaf: Option<usize>,
     trace_leaf: Option<usize>,
     postings: Postings,
-    text: Option<TextIndex>,
+    /// Logs: the token index of the bodies (`None` in log segments written before it).
+    text: Option<TokenIndexFile>,
     /// Bloom filter of `trace_id` per row group (spans and logs).
     blooms: Vec<Option<Sbbf>>,
     /// Blooms of the `key=value` pairs of the keys the postings left to them, per row group.
@@ -192,13 +191,22 @@ impl Segment {
             &std::fs::read(&postings_path).at(&postings_path)?,
             &postings_path,
         )?;
-        let text = if meta.signal == Signal::Logs {
-            Some(TextIndex::open(&dir.join(TEXT_DIR)).map_err(|e| match e {
-                StorageError::Text(t) => {
-                    StorageError::corruption(dir.join(TEXT_DIR), t.to_string())
-                }
-                other => other,
-            })?)
+        let text = if meta.signal == Signal::Logs
+            && meta.files.iter().any(|f| f.name == TEXT_INDEX_FILE)
+        {
+            let path = dir.join(TEXT_INDEX_FILE);
+            let idx = TokenIndexFile::open(&path)?;
+            if u64::from(idx.rows()) != meta.rows {
+                return Err(StorageError::corruption(
+                    path,
+                    format!(
+                        "indexes {} rows, the segment holds {}",
+                        idx.rows(),
+                        meta.rows
+                    ),
+                ));
+            }
+            Some(idx)
         } else {
             None
         };
@@ -408,9 +416,10 @@ impl Segment {
     }
 
     /// Bytes this segment's indexes hold in memory: postings, attribute blooms, trace-id
-    /// blooms, the series directory of samples.
+    /// blooms, the series directory of samples, a searched log segment's token dictionary.
     pub fn index_bytes(&self) -> usize {
         self.postings.heap_size()
+            + self.text.as_ref().map_or(0, TokenIndexFile::memory_bytes)
             + self.series_rows.get().map_or(0, |r| r.heap_size())
             + self.attr_blooms.as_ref().map_or(0, AttrBlooms::encoded_len)
             + self
@@ -479,6 +488,46 @@ impl Segment {
     /// Reads every row of the segment (for compaction).
     pub(crate) fn read_all(&self) -> Result<Vec<RecordBatch>> {
         self.read_rows(0..self.meta.rows)
+    }
+
+    /// The rows of a log segment that may match `query`, from its token index; a log segment
+    /// written before token indexes has its bodies read and checked instead (exact, and as
+    /// slow as reading them).
+    pub(crate) fn text_candidates(
+        &self,
+        query: &TextQuery,
+        deadline: &crate::Deadline,
+    ) -> Result<Candidates> {
+        if self.meta.signal != Signal::Logs {
+            return Err(StorageError::InvalidQuery(
+                "full-text search applies to logs only".into(),
+            ));
+        }
+        if let Some(idx) = &self.text {
+            return query.candidates(idx, idx.rows());
+        }
+        let path = self.data_path();
+        let file = std::fs::File::open(&path).at(&path)?;
+        let mask = parquet::arrow::ProjectionMask::columns(
+            self.parquet.metadata().file_metadata().schema_descr(),
+            [col::BODY],
+        );
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.parquet.clone())
+            .with_batch_size(64 * 1024)
+            .with_projection(mask)
+            .build()?;
+        let mut rows = roaring::RoaringBitmap::new();
+        let mut first = 0u32;
+        for batch in reader {
+            deadline.check()?;
+            let batch = batch.map_err(|e| StorageError::corruption(&path, e.to_string()))?;
+            let bodies =
+                crate::columnar::decode_column::<arrow_array::StringArray>(&batch, col::BODY)?;
+            let found = text_index::matching_rows(query, bodies.iter());
+            rows.extend(found.iter().map(|r| first + r));
+            first += batch.num_rows() as u32;
+        }
+        Ok(Candidates { rows, exact: true })
     }
 }
 

@@ -21,6 +21,8 @@ mod deadline;
 mod dictionary;
 #[path = "store/file_modes.rs"]
 mod file_modes;
+#[path = "store/full_text.rs"]
+mod full_text;
 #[path = "store/index_policy.rs"]
 mod index_policy;
 #[path = "store/rollup_keys.rs"]

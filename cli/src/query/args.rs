@@ -112,7 +112,7 @@ pub struct TraceSearchArgs {
 /// Flags of `sightline query logs`.
 #[derive(Debug, Args)]
 pub struct LogSearchArgs {
-    /// Full-text query (tantivy syntax: words ANDed, "a phrase", a OR b, -excluded).
+    /// Full-text query (words ANDed, "a phrase", a OR b, -excluded, prefix*).
     pub text: Option<String>,
     /// Only the last DURATION [default: the hour before --end].
     #[arg(long)]

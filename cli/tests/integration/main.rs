@@ -2,7 +2,7 @@
 //! library in-process or the built binary) through one surface: OTLP ingest, the query, Prometheus,
 //! Tempo and Loki APIs, detectors, the quality views, real Python clients, restarts and bad input.
 //! One binary instead of one per module keeps the test build a fraction of the size (each binary
-//! links arrow, parquet, tantivy and candle) and links once.
+//! links arrow, parquet and candle) and links once.
 
 #![allow(clippy::unwrap_used, missing_docs)]
 

@@ -19,7 +19,7 @@ use crate::error::{QueryError, Result};
 pub struct LogFilter {
     /// Time range on the line's event time.
     pub time: TimeRange,
-    /// Full-text query on the body (tantivy syntax, terms ANDed), if any.
+    /// Full-text query on the body (docs/logs.md "Full-text queries": words ANDed), if any.
     pub full_text: Option<String>,
     /// Matchers on log attributes, resource attributes and promoted columns (`service.name`,
     /// `severity_text`, `severity_number`, `event_name`, `scope.name`). A missing attribute

@@ -55,7 +55,7 @@ pub struct PlanRequest {
     /// Attribute and field matchers (pushed down to storage).
     #[serde(default)]
     pub matchers: Vec<MatcherSpec>,
-    /// Full-text query over log bodies (tantivy syntax; logs only).
+    /// Full-text query over log bodies (docs/logs.md "Full-text queries"; logs only).
     #[serde(default)]
     pub text: Option<String>,
     /// Rows of one trace (hex id).

@@ -22,6 +22,7 @@ use crate::postings::Lookup;
 use crate::predicate::{self, MatchOp, Predicate, ScanRequest};
 use crate::scan_memory::ScanMemory;
 use crate::schema::{self, col};
+use crate::text_index::TextQuery;
 use crate::types::{Signal, TimeRange, TraceId};
 
 /// How much each pruning stage kept; returned with every scan so that tests (and `explain`) can
@@ -113,6 +114,11 @@ pub(crate) struct CompiledScan<'a> {
     pub rollup_ok: bool,
     /// The scan's share of the scan memory budget: every batch it returns is counted here.
     pub memory: &'a ScanMemory,
+    /// The full-text predicates, parsed.
+    pub text: Vec<TextQuery>,
+    /// Some full-text predicate holds a phrase: rows the indexes answer are checked against
+    /// their bodies ([`TextQuery::needs_bodies`]), so the body column is read.
+    verify_text: bool,
 }
 
 impl<'a> CompiledScan<'a> {
@@ -142,6 +148,19 @@ impl<'a> CompiledScan<'a> {
                 needed.insert(c);
                 predicate_columns.insert(c);
             }
+        }
+        let text = req
+            .predicates
+            .iter()
+            .filter_map(|p| match p {
+                Predicate::FullText(q) => Some(TextQuery::parse(q)),
+                _ => None,
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let verify_text = text.iter().any(TextQuery::needs_bodies);
+        if verify_text {
+            needed.insert(col::BODY);
+            predicate_columns.insert(col::BODY);
         }
         let dictionary = req
             .dictionary
@@ -177,6 +196,8 @@ impl<'a> CompiledScan<'a> {
             dictionary,
             rollup_ok,
             memory,
+            text,
+            verify_text,
         })
     }
 
@@ -251,7 +272,10 @@ impl<'a> CompiledScan<'a> {
                     .collect(),
             );
         }
-        let mask = predicate::and_all(masks, n)?;
+        let mut mask = predicate::and_all(masks, n)?;
+        if self.verify_text && mask.as_ref().is_none_or(|m| m.true_count() > 0) {
+            mask = Some(self.verify_bodies(batch, mask.as_ref())?);
+        }
         if mask.as_ref().is_some_and(|m| m.true_count() == 0) {
             return Ok(None);
         }
@@ -264,6 +288,26 @@ impl<'a> CompiledScan<'a> {
             }
             _ => out,
         }))
+    }
+
+    /// The rows of `batch` kept by `mask` (all when `None`) whose bodies match every full-text
+    /// query: the check of rows an index answered for a phrase.
+    fn verify_bodies(
+        &self,
+        batch: &RecordBatch,
+        mask: Option<&BooleanArray>,
+    ) -> Result<BooleanArray> {
+        let bodies = crate::columnar::decode_column::<arrow_array::StringArray>(batch, col::BODY)?;
+        let keep = BooleanBuffer::collect_bool(batch.num_rows(), |i| {
+            mask.is_none_or(|m| m.is_valid(i) && m.value(i))
+                && bodies.is_valid(i)
+                && self
+                    .text
+                    .iter()
+                    .filter(|q| q.needs_bodies())
+                    .all(|q| q.matches(bodies.value(i)))
+        });
+        Ok(BooleanArray::new(keep, None))
     }
 
     /// [`CompiledScan::filter`] for samples: the series filter (when `matchers`) per run of
@@ -568,14 +612,17 @@ impl Segment {
                         intersect(&mut candidates, rows);
                     }
                 }
-                Predicate::FullText(q) => {
-                    let text = self.text.as_ref().ok_or_else(|| {
-                        StorageError::InvalidQuery("full-text search applies to logs only".into())
-                    })?;
-                    intersect(&mut candidates, text.search(q)?);
-                }
                 _ => {}
             }
+        }
+        for q in &c.text {
+            if candidates.as_ref().is_some_and(RoaringBitmap::is_empty) {
+                break;
+            }
+            intersect(
+                &mut candidates,
+                self.text_candidates(q, &req.deadline)?.rows,
+            );
         }
         if candidates.as_ref().is_some_and(RoaringBitmap::is_empty) {
             stats.segments_pruned_by_index += 1;

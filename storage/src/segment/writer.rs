@@ -16,7 +16,7 @@ use parquet::basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
-use super::{DATA_FILE, META_FILE, POSTINGS_FILE, TEXT_DIR};
+use super::{DATA_FILE, META_FILE, POSTINGS_FILE};
 use crate::attr_bloom::ATTR_BLOOMS_FILE;
 use crate::columnar::{self, AttrReader};
 use crate::error::{IoContext, Result, StorageError};
@@ -26,7 +26,7 @@ use crate::model::{AttrKind, SeriesDef};
 use crate::postings::PostingsBuilder;
 use crate::predicate::CellRenderer;
 use crate::schema::{self, col};
-use crate::text_index::TextIndex;
+use crate::text_index;
 use crate::types::{SeriesId, Signal};
 
 mod samples;
@@ -501,22 +501,21 @@ pub(crate) fn write_segment(
     }
     fsutil::create_private_dir_all(&dir)?;
 
-    // A log segment's text index (tantivy, with an indexing thread of its own) is built while
-    // the rows, postings and blooms are written: the two take about as long, and one after the
-    // other they left a core idle while ingest waited for the flush.
+    // A log segment's token index is built on a thread of its own while the rows, postings and
+    // blooms are written, so a flush of logs keeps both cores busy.
     std::thread::scope(|scope| -> Result<()> {
         let text = (signal == Signal::Logs).then(|| {
-            let (sorted, text_dir) = (&sorted, dir.join(TEXT_DIR));
+            let (sorted, text_path) = (&sorted, dir.join(text_index::TEXT_INDEX_FILE));
             scope.spawn(move || -> Result<()> {
                 let bodies = columnar::decode_column::<StringArray>(sorted, col::BODY)?;
-                TextIndex::build(&text_dir, (0..bodies.len()).map(|i| bodies.value(i)))
+                text_index::build(&text_path, (0..bodies.len()).map(|i| bodies.value(i)))
             })
         });
         let written = write_data_and_indexes(&dir, signal, &sorted, opts);
         let indexed = match text {
             Some(h) => h.join().unwrap_or_else(|_| {
                 Err(StorageError::Io {
-                    path: dir.join(TEXT_DIR),
+                    path: dir.join(text_index::TEXT_INDEX_FILE),
                     source: std::io::Error::other("the text index build panicked"),
                 })
             }),

@@ -305,30 +305,17 @@ fn read_sources<'r>(
             Err(e) => return Err(e),
         }
     }
-    let full_text: Vec<&str> = req
-        .predicates
-        .iter()
-        .filter_map(|p| match p {
-            Predicate::FullText(q) => Some(q.as_str()),
-            _ => None,
-        })
-        .collect();
     for snap in &mems {
         req.deadline.check()?;
         let mut mem_rows = Vec::new();
-        let text_rows = if full_text.is_empty() {
-            None
-        } else {
-            let mut acc: Option<roaring::RoaringBitmap> = None;
-            for q in &full_text {
-                let rows = snap.search_text(q, &req.deadline)?;
-                acc = Some(match acc {
-                    Some(a) => a & rows,
-                    None => rows,
-                });
-            }
-            acc
-        };
+        let mut text_rows: Option<roaring::RoaringBitmap> = None;
+        for q in &compiled.text {
+            let rows = snap.search_text(q, &req.deadline)?.rows;
+            text_rows = Some(match text_rows {
+                Some(a) => a & rows,
+                None => rows,
+            });
+        }
         for mb in &snap.batches {
             if !req.time.overlaps_closed(mb.min_time, mb.max_time) {
                 continue;

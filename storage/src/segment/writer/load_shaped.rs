@@ -199,15 +199,15 @@ fn log_flush_phase_timing() {
         let wall = std::time::Instant::now();
         let t = cpu();
         let bodies = columnar::decode_column::<StringArray>(&ph.sorted, col::BODY).unwrap();
-        TextIndex::build(
-            &dir.path().join(format!("text{round}")),
+        text_index::build(
+            &dir.path().join(format!("text{round}.idx")),
             (0..bodies.len()).map(|i| bodies.value(i)),
         )
         .unwrap();
         let t_text = cpu() - t;
         let us = |d: std::time::Duration| d.as_secs_f64() * 1e6 / f64::from(n);
         eprintln!(
-            "per line: {} B in memory; CPU encode {:.2} us, sort {:.2} us, parquet {:.2} us, postings {:.2} us ({} bytes), text index {:.2} us on this thread, {:.2} us wall",
+            "per line: {} B in memory; CPU encode {:.2} us, sort {:.2} us, parquet {:.2} us, postings {:.2} us ({} bytes), text index {:.2} us ({} bytes), {:.2} us wall",
             mem / n as usize,
             us(t_enc),
             us(ph.sort),
@@ -215,6 +215,9 @@ fn log_flush_phase_timing() {
             us(ph.postings),
             ph.postings_bytes,
             us(t_text),
+            fs::metadata(dir.path().join(format!("text{round}.idx")))
+                .unwrap()
+                .len(),
             us(wall.elapsed()),
         );
     }

@@ -1,0 +1,279 @@
+//! A log segment's token index on disk, `text.idx`:
+//!
+//! ```text
+//! magic "SLTXT001" | rows: u32 LE | dictionary length: u64 LE | dictionary | row lists
+//! ```
+//!
+//! The dictionary is an FST map (the `fst` crate) from every token to a `u64`: a token found in
+//! one row only has the row inline (`SINGLE | row`, no list); any other has the offset of its
+//! row list, counted from the first byte after the dictionary. A row list is a varint byte
+//! length, a kind byte, then either the rows as varints (`GAPS`: the first row, then the gap to
+//! each next one) or a serialized roaring bitmap (`BITMAP`), whichever is smaller. Neither
+//! positions nor counts are kept: phrases are verified on the bodies
+//! ([`super::query::TextQuery::needs_bodies`]).
+//!
+//! The dictionary is read on the first search, and row lists with positional reads of the
+//! file, so an open segment costs no memory for its text index until it is searched.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fst::{IntoStreamer, Map, MapBuilder, Streamer};
+use parking_lot::Mutex;
+use roaring::RoaringBitmap;
+
+use super::query::TermLookup;
+use super::terms::{RowList, TermRows, get_varint, put_varint};
+use crate::error::{IoContext, Result, StorageError};
+
+/// File name of the token index inside a log segment's directory.
+pub const TEXT_INDEX_FILE: &str = "text.idx";
+
+const MAGIC: &[u8; 8] = b"SLTXT001";
+const HEADER_BYTES: u64 = 8 + 4 + 8;
+/// Dictionary value flag: the low 32 bits are the token's only row.
+const SINGLE: u64 = 1 << 63;
+const GAPS: u8 = 0;
+const BITMAP: u8 = 1;
+/// Lists with fewer rows stay varints without trying a bitmap (a bitmap's headers alone take
+/// more than a few hundred varints).
+const BITMAP_MIN_ROWS: u32 = 256;
+
+/// Writes the token index of `bodies` (row `i` is the `i`-th body) to `path`.
+pub fn build<'a>(path: &Path, bodies: impl Iterator<Item = &'a str>) -> Result<()> {
+    let mut terms = TermRows::default();
+    let mut rows = 0u32;
+    for body in bodies {
+        terms.add(rows, body);
+        rows = rows
+            .checked_add(1)
+            .ok_or_else(|| StorageError::InvalidInput("more than 2^32 log lines".into()))?;
+    }
+    write(path, rows, terms)
+}
+
+fn write(path: &Path, rows: u32, terms: TermRows) -> Result<()> {
+    let sorted = terms.into_sorted();
+    let mut lists: Vec<u8> = Vec::new();
+    let mut dict = MapBuilder::memory();
+    let mut entry = Vec::new();
+    for (term, list) in &sorted {
+        let value = if list.len() == 1 {
+            SINGLE | u64::from(list.first())
+        } else {
+            let offset = lists.len() as u64;
+            encode_list(list, &mut entry)?;
+            put_varint(
+                &mut lists,
+                u32::try_from(entry.len())
+                    .map_err(|_| StorageError::InvalidInput("row list over 4 GiB".into()))?,
+            );
+            lists.extend_from_slice(&entry);
+            offset
+        };
+        dict.insert(term.as_bytes(), value)
+            .map_err(|e| StorageError::InvalidInput(format!("token dictionary: {e}")))?;
+    }
+    drop(sorted);
+    let dict = dict
+        .into_inner()
+        .map_err(|e| StorageError::InvalidInput(format!("token dictionary: {e}")))?;
+    let file = crate::fsutil::create_private_file(path)?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    w.write_all(MAGIC).at(path)?;
+    w.write_all(&rows.to_le_bytes()).at(path)?;
+    w.write_all(&(dict.len() as u64).to_le_bytes()).at(path)?;
+    w.write_all(&dict).at(path)?;
+    w.write_all(&lists).at(path)?;
+    w.flush().at(path)
+}
+
+/// Encodes one row list (kind byte and payload) into `out`.
+fn encode_list(list: &RowList, out: &mut Vec<u8>) -> Result<()> {
+    out.clear();
+    out.push(GAPS);
+    put_varint(out, list.first());
+    out.extend_from_slice(list.gaps());
+    if list.len() >= BITMAP_MIN_ROWS {
+        let mut bitmap = list.bitmap();
+        bitmap.optimize();
+        if bitmap.serialized_size() + 1 < out.len() {
+            out.clear();
+            out.push(BITMAP);
+            bitmap
+                .serialize_into(&mut *out)
+                .map_err(|e| StorageError::InvalidInput(format!("row bitmap: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// An open `text.idx`.
+#[derive(Debug)]
+pub struct TokenIndexFile {
+    path: PathBuf,
+    file: File,
+    rows: u32,
+    len: u64,
+    lists_at: u64,
+    dict_len: u64,
+    /// Loaded on the first search.
+    dict: Mutex<Option<Arc<Map<Vec<u8>>>>>,
+}
+
+impl TokenIndexFile {
+    /// Opens `path`, checking its header (the bytes were checksummed with the segment).
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).at(path)?;
+        let len = file.metadata().at(path)?.len();
+        let mut header = [0u8; HEADER_BYTES as usize];
+        if len < HEADER_BYTES {
+            return Err(StorageError::corruption(path, "shorter than its header"));
+        }
+        file.read_exact_at(&mut header, 0).at(path)?;
+        if &header[..8] != MAGIC {
+            return Err(StorageError::corruption(path, "not a token index"));
+        }
+        let rows = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+        let mut dict_len = [0u8; 8];
+        dict_len.copy_from_slice(&header[12..20]);
+        let dict_len = u64::from_le_bytes(dict_len);
+        let lists_at = HEADER_BYTES
+            .checked_add(dict_len)
+            .filter(|&end| end <= len)
+            .ok_or_else(|| StorageError::corruption(path, "dictionary runs past the file"))?;
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            rows,
+            len,
+            lists_at,
+            dict_len,
+            dict: Mutex::new(None),
+        })
+    }
+
+    /// Bytes the loaded dictionary holds in memory (0 before the first search).
+    pub fn memory_bytes(&self) -> usize {
+        self.dict.lock().as_ref().map_or(0, |d| d.as_fst().size())
+    }
+
+    fn dict(&self) -> Result<Arc<Map<Vec<u8>>>> {
+        let mut guard = self.dict.lock();
+        if let Some(d) = guard.as_ref() {
+            return Ok(d.clone());
+        }
+        let len = usize::try_from(self.dict_len)
+            .map_err(|_| StorageError::corruption(&self.path, "dictionary too large"))?;
+        let mut bytes = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut bytes, HEADER_BYTES)
+            .at(&self.path)?;
+        // The FST's own checksum: its reader trusts its bytes (the segment's checksum was
+        // verified at open, this guards against the file changing since).
+        let map = Map::new(bytes)
+            .and_then(|m| m.as_fst().verify().map(|()| m))
+            .map_err(|e| StorageError::corruption(&self.path, e.to_string()))?;
+        let map = Arc::new(map);
+        *guard = Some(map.clone());
+        Ok(map)
+    }
+
+    fn corrupt(&self, what: &str) -> StorageError {
+        StorageError::corruption(&self.path, what)
+    }
+
+    /// Decodes the dictionary value of one token into `into` (ORed).
+    fn read_value(&self, value: u64, into: &mut RoaringBitmap) -> Result<()> {
+        if value & SINGLE != 0 {
+            into.insert(value as u32);
+            return Ok(());
+        }
+        let at = self
+            .lists_at
+            .checked_add(value)
+            .ok_or_else(|| self.corrupt("row list offset overflows"))?;
+        let mut head = [0u8; 5];
+        let n = self.file.read_at(&mut head, at).at(&self.path)?;
+        let mut used = 0;
+        let len =
+            get_varint(&head[..n], &mut used).ok_or_else(|| self.corrupt("row list length"))?;
+        let start = at + used as u64;
+        if start + u64::from(len) > self.len {
+            return Err(self.corrupt("row list runs past the file"));
+        }
+        let mut entry = vec![0u8; len as usize];
+        self.file.read_exact_at(&mut entry, start).at(&self.path)?;
+        match entry.split_first() {
+            Some((&GAPS, body)) => {
+                let mut at = 0;
+                let mut row = get_varint(body, &mut at).ok_or_else(|| self.corrupt("row list"))?;
+                let mut rows = vec![row];
+                while at < body.len() {
+                    let gap = get_varint(body, &mut at).ok_or_else(|| self.corrupt("row list"))?;
+                    row = row
+                        .checked_add(gap)
+                        .filter(|_| gap > 0)
+                        .ok_or_else(|| self.corrupt("row list out of order"))?;
+                    rows.push(row);
+                }
+                let list = RoaringBitmap::from_sorted_iter(rows)
+                    .map_err(|_| self.corrupt("row list out of order"))?;
+                *into |= list;
+            }
+            Some((&BITMAP, body)) => {
+                *into |= RoaringBitmap::deserialize_from(body)
+                    .map_err(|e| self.corrupt(&format!("row bitmap: {e}")))?;
+            }
+            _ => return Err(self.corrupt("row list of unknown kind")),
+        }
+        Ok(())
+    }
+}
+
+impl TokenIndexFile {
+    /// Rows indexed (the segment's rows).
+    pub fn rows(&self) -> u32 {
+        self.rows
+    }
+}
+
+impl TermLookup for TokenIndexFile {
+    fn term(&self, term: &str) -> Result<RoaringBitmap> {
+        let mut out = RoaringBitmap::new();
+        if let Some(v) = self.dict()?.get(term) {
+            self.read_value(v, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn prefix(&self, prefix: &str) -> Result<RoaringBitmap> {
+        let dict = self.dict()?;
+        let mut out = RoaringBitmap::new();
+        let mut stream = dict.range().ge(prefix.as_bytes()).into_stream();
+        while let Some((key, value)) = stream.next() {
+            if !key.starts_with(prefix.as_bytes()) {
+                break;
+            }
+            self.read_value(value, &mut out)?;
+        }
+        Ok(out)
+    }
+}
+
+impl TermLookup for TermRows {
+    fn term(&self, term: &str) -> Result<RoaringBitmap> {
+        Ok(self.get(term).map(RowList::bitmap).unwrap_or_default())
+    }
+
+    fn prefix(&self, prefix: &str) -> Result<RoaringBitmap> {
+        let mut out = RoaringBitmap::new();
+        for (_, list) in self.iter().filter(|(t, _)| t.starts_with(prefix)) {
+            out |= list.bitmap();
+        }
+        Ok(out)
+    }
+}
