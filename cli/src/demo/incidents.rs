@@ -75,6 +75,8 @@ pub struct Truth {
 pub struct Timeline {
     /// The incidents.
     pub incidents: Vec<Incident>,
+    /// History end, ms.
+    pub end_ms: i64,
 }
 
 const MIN_MS: i64 = 60_000;
@@ -141,7 +143,7 @@ impl Timeline {
                 signals: vec!["sightline_quality_context_expansion{route=\"/chat/support\"}".into()],
             },
         ];
-        Self { incidents }
+        Self { incidents, end_ms }
     }
 
     fn active(&self, kind: IncidentKind, t_ms: i64) -> Option<&Incident> {

@@ -1,7 +1,7 @@
 //! Traffic: users, conversations and one trace per turn, minute by minute.
 //!
 //! Every simulated minute starts a Poisson number of conversations (daily wave around
-//! `rate_per_min`); each has 1..5 turns 20..80 s apart, on one route and one model. A turn is
+//! `rate_per_min`, on the history's own clock: it ends at the wave's 15:00); each has 1..5 turns 20..80 s apart, on one route and one model. A turn is
 //! one trace: `chat-gateway` `POST /v1/chat` (server) -> `guardrail` input check ->
 //! `retriever` query embedding + vector search -> `reranker` -> `llm-router` route and model
 //! call (`chat <model>`, GenAI attributes v1.37+, retrieved documents, output messages,
@@ -77,6 +77,9 @@ pub struct Traffic {
     next_id: u64,
 }
 
+/// Hour of the daily wave at which the history ends (traffic peaks at 09:00, is lowest at 21:00).
+const WAVE_END_HOUR: i64 = 15;
+
 fn ns(ms: i64) -> u64 {
     u64::try_from(ms).unwrap_or(0) * MS
 }
@@ -115,7 +118,10 @@ impl Traffic {
     /// Generates the conversations starting in minute `m` (index since the start).
     pub fn minute(&mut self, m: i64) -> Batch {
         let t0 = self.start_ms + m * 60_000;
-        let hour = (t0 / 3_600_000) % 24;
+        // The daily wave keeps the history's own clock, whose end is 15:00, not the wall
+        // clock's: a run's traffic (and what its detectors can see) is the same whenever it runs.
+        let hour =
+            (WAVE_END_HOUR + (t0 - self.timeline.end_ms).div_euclid(3_600_000)).rem_euclid(24);
         let wave = 1.0 + 0.35 * ((hour as f64 - 9.0) / 24.0 * std::f64::consts::TAU).cos();
         // Question difficulty drifts (AR(1)): bad-answer share varies minute to minute.
         let shock = Normal::new(0.0, 0.4)

@@ -5,15 +5,19 @@
 //! ```
 //!
 //! The dictionary is an FST map (the `fst` crate) from every token to a `u64`: a token found in
-//! one row only has the row inline (`SINGLE | row`, no list); any other has the offset of its
-//! row list, counted from the first byte after the dictionary. A row list is a varint byte
-//! length, a kind byte, then either the rows as varints (`GAPS`: the first row, then the gap to
-//! each next one) or a serialized roaring bitmap (`BITMAP`), whichever is smaller. Neither
+//! one row only has the row inline (`SINGLE | row`, no list); any other has the address of its
+//! row list. Row lists are stored in blocks (`varint compressed length | varint length |
+//! zstd`, about 64 KiB inflated, in dictionary order); an address is the block's offset from
+//! the first byte after the dictionary, shifted left by 20 bits, plus the list's offset in the
+//! inflated block. A row list is a varint byte length, a kind byte, then either the rows as
+//! varints (`GAPS`: the first row, then the gap to each next one) or a serialized roaring bitmap
+//! (`BITMAP`), whichever is smaller. Neither
 //! positions nor counts are kept: phrases are verified on the bodies
 //! ([`super::query::TextQuery::needs_bodies`]).
 //!
-//! The dictionary is read on the first search, and row lists with positional reads of the
-//! file, so an open segment costs no memory for its text index until it is searched.
+//! The dictionary is read on the first search, and a lookup reads (with a positional read) and
+//! inflates the one block holding its list, keeping the last block for the next lookup; an open
+//! segment costs no memory for its text index until it is searched.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -38,6 +42,13 @@ const HEADER_BYTES: u64 = 8 + 4 + 8;
 const SINGLE: u64 = 1 << 63;
 const GAPS: u8 = 0;
 const BITMAP: u8 = 1;
+/// Inflated bytes after which a block of row lists is closed.
+const BLOCK_BYTES: usize = 64 << 10;
+/// Bits of a list's offset inside its inflated block (a block closes below 64 KiB, so its last
+/// list starts well inside this).
+const WITHIN_BITS: u32 = 20;
+/// zstd level of row list blocks.
+const BLOCK_ZSTD_LEVEL: i32 = 3;
 /// Lists with fewer rows stay varints without trying a bitmap (a bitmap's headers alone take
 /// more than a few hundred varints).
 const BITMAP_MIN_ROWS: u32 = 256;
@@ -57,27 +68,21 @@ pub fn build<'a>(path: &Path, bodies: impl Iterator<Item = &'a str>) -> Result<(
 
 fn write(path: &Path, rows: u32, terms: TermRows) -> Result<()> {
     let sorted = terms.into_sorted();
-    let mut lists: Vec<u8> = Vec::new();
+    let mut lists = Blocks::default();
     let mut dict = MapBuilder::memory();
     let mut entry = Vec::new();
     for (term, list) in &sorted {
         let value = if list.len() == 1 {
             SINGLE | u64::from(list.first())
         } else {
-            let offset = lists.len() as u64;
             encode_list(list, &mut entry)?;
-            put_varint(
-                &mut lists,
-                u32::try_from(entry.len())
-                    .map_err(|_| StorageError::InvalidInput("row list over 4 GiB".into()))?,
-            );
-            lists.extend_from_slice(&entry);
-            offset
+            lists.push(&entry)?
         };
         dict.insert(term.as_bytes(), value)
             .map_err(|e| StorageError::InvalidInput(format!("token dictionary: {e}")))?;
     }
     drop(sorted);
+    let lists = lists.finish()?;
     let dict = dict
         .into_inner()
         .map_err(|e| StorageError::InvalidInput(format!("token dictionary: {e}")))?;
@@ -89,6 +94,61 @@ fn write(path: &Path, rows: u32, terms: TermRows) -> Result<()> {
     w.write_all(&dict).at(path)?;
     w.write_all(&lists).at(path)?;
     w.flush().at(path)
+}
+
+/// Row lists grouped into zstd blocks of about [`BLOCK_BYTES`]: a list's address is its
+/// block's offset shifted left by [`WITHIN_BITS`], plus its offset inside the inflated block.
+#[derive(Default)]
+struct Blocks {
+    out: Vec<u8>,
+    block: Vec<u8>,
+}
+
+impl Blocks {
+    /// Adds one encoded list (kind byte and payload); returns its dictionary value.
+    fn push(&mut self, entry: &[u8]) -> Result<u64> {
+        if self.block.len() >= BLOCK_BYTES {
+            self.close()?;
+        }
+        let start = self.out.len() as u64;
+        if start >= SINGLE >> WITHIN_BITS {
+            return Err(StorageError::InvalidInput("token index over 8 TiB".into()));
+        }
+        let within = self.block.len() as u64;
+        debug_assert!(
+            within < 1 << WITHIN_BITS,
+            "a block closes before its offsets run out"
+        );
+        put_varint(
+            &mut self.block,
+            u32::try_from(entry.len())
+                .map_err(|_| StorageError::InvalidInput("row list over 4 GiB".into()))?,
+        );
+        self.block.extend_from_slice(entry);
+        Ok(start << WITHIN_BITS | within)
+    }
+
+    fn close(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let z = zstd::bulk::compress(&self.block, BLOCK_ZSTD_LEVEL)
+            .map_err(|e| StorageError::InvalidInput(format!("row list block: {e}")))?;
+        let len = |n: usize| {
+            u32::try_from(n)
+                .map_err(|_| StorageError::InvalidInput("row list block over 4 GiB".into()))
+        };
+        put_varint(&mut self.out, len(z.len())?);
+        put_varint(&mut self.out, len(self.block.len())?);
+        self.out.extend_from_slice(&z);
+        self.block.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<u8>> {
+        self.close()?;
+        Ok(self.out)
+    }
 }
 
 /// Encodes one row list (kind byte and payload) into `out`.
@@ -122,6 +182,8 @@ pub struct TokenIndexFile {
     dict_len: u64,
     /// Loaded on the first search.
     dict: Mutex<Option<Arc<Map<Vec<u8>>>>>,
+    /// The block of row lists read last (a prefix reads neighbouring lists).
+    last_block: Mutex<Option<(u64, Arc<Vec<u8>>)>>,
 }
 
 impl TokenIndexFile {
@@ -153,6 +215,7 @@ impl TokenIndexFile {
             lists_at,
             dict_len,
             dict: Mutex::new(None),
+            last_block: Mutex::new(None),
         })
     }
 
@@ -186,27 +249,56 @@ impl TokenIndexFile {
         StorageError::corruption(&self.path, what)
     }
 
+    /// The inflated block of row lists at `start` (after the dictionary), from the one-block
+    /// cache when it was the last one read.
+    fn block(&self, start: u64) -> Result<Arc<Vec<u8>>> {
+        if let Some((at, b)) = self.last_block.lock().as_ref()
+            && *at == start
+        {
+            return Ok(b.clone());
+        }
+        let at = self
+            .lists_at
+            .checked_add(start)
+            .filter(|&at| at < self.len)
+            .ok_or_else(|| self.corrupt("row list block offset past the file"))?;
+        let mut head = [0u8; 10];
+        let n = self.file.read_at(&mut head, at).at(&self.path)?;
+        let mut used = 0;
+        let (z_len, raw_len) = get_varint(&head[..n], &mut used)
+            .zip(get_varint(&head[..n], &mut used))
+            .ok_or_else(|| self.corrupt("row list block header"))?;
+        let z_at = at + used as u64;
+        // No list is longer than a varint per row and its header.
+        let raw_max = BLOCK_BYTES as u64 + 6 * u64::from(self.rows) + 64;
+        if z_at + u64::from(z_len) > self.len || u64::from(raw_len) > raw_max {
+            return Err(self.corrupt("row list block runs past the file"));
+        }
+        let mut z = vec![0u8; z_len as usize];
+        self.file.read_exact_at(&mut z, z_at).at(&self.path)?;
+        let raw = zstd::bulk::decompress(&z, raw_len as usize)
+            .map_err(|e| self.corrupt(&format!("row list block: {e}")))?;
+        if raw.len() != raw_len as usize {
+            return Err(self.corrupt("row list block length"));
+        }
+        let raw = Arc::new(raw);
+        *self.last_block.lock() = Some((start, raw.clone()));
+        Ok(raw)
+    }
+
     /// Decodes the dictionary value of one token into `into` (ORed).
     fn read_value(&self, value: u64, into: &mut RoaringBitmap) -> Result<()> {
         if value & SINGLE != 0 {
             into.insert(value as u32);
             return Ok(());
         }
-        let at = self
-            .lists_at
-            .checked_add(value)
-            .ok_or_else(|| self.corrupt("row list offset overflows"))?;
-        let mut head = [0u8; 5];
-        let n = self.file.read_at(&mut head, at).at(&self.path)?;
-        let mut used = 0;
-        let len =
-            get_varint(&head[..n], &mut used).ok_or_else(|| self.corrupt("row list length"))?;
-        let start = at + used as u64;
-        if start + u64::from(len) > self.len {
-            return Err(self.corrupt("row list runs past the file"));
-        }
-        let mut entry = vec![0u8; len as usize];
-        self.file.read_exact_at(&mut entry, start).at(&self.path)?;
+        let block = self.block(value >> WITHIN_BITS)?;
+        let mut at = (value & ((1 << WITHIN_BITS) - 1)) as usize;
+        let len = get_varint(&block, &mut at).ok_or_else(|| self.corrupt("row list length"))?;
+        let entry = at
+            .checked_add(len as usize)
+            .and_then(|end| block.get(at..end))
+            .ok_or_else(|| self.corrupt("row list runs past its block"))?;
         match entry.split_first() {
             Some((&GAPS, body)) => {
                 let mut at = 0;
