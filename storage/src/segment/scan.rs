@@ -298,14 +298,11 @@ impl<'a> CompiledScan<'a> {
         mask: Option<&BooleanArray>,
     ) -> Result<BooleanArray> {
         let bodies = crate::columnar::decode_column::<arrow_array::StringArray>(batch, col::BODY)?;
+        let phrases: Vec<&TextQuery> = self.text.iter().filter(|q| q.needs_bodies()).collect();
         let keep = BooleanBuffer::collect_bool(batch.num_rows(), |i| {
             mask.is_none_or(|m| m.is_valid(i) && m.value(i))
                 && bodies.is_valid(i)
-                && self
-                    .text
-                    .iter()
-                    .filter(|q| q.needs_bodies())
-                    .all(|q| q.matches(bodies.value(i)))
+                && phrases.iter().all(|q| q.matches(bodies.value(i)))
         });
         Ok(BooleanArray::new(keep, None))
     }

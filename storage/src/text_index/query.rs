@@ -17,7 +17,7 @@ use roaring::RoaringBitmap;
 use tantivy_query_grammar::{Delimiter, Occur, UserInputAst, UserInputLeaf};
 
 use super::bounds;
-use super::tokens::{self, for_each_token};
+use super::tokens;
 use crate::error::{Result, StorageError};
 
 /// The one field full-text queries may name.
@@ -103,10 +103,7 @@ impl TextQuery {
         let Some(root) = &self.root else {
             return false;
         };
-        let mut toks: Vec<(u32, String)> = Vec::new();
-        let mut scratch = String::new();
-        for_each_token(body, &mut scratch, |p, t| toks.push((p, t.to_owned())));
-        root.matches(&toks)
+        root.matches(&tokens::tokens(body))
     }
 }
 
@@ -369,9 +366,4 @@ fn phrase_matches(
         return true;
     }
     false
-}
-
-/// Checks that `query` parses within the bounds, without running it.
-pub fn validate(query: &str) -> Result<()> {
-    TextQuery::parse(query).map(|_| ())
 }
