@@ -9,10 +9,12 @@ fuzz_target!(|data: &[u8]| {
     if std::fs::write(&path, data).is_err() {
         return;
     }
-    if let Ok(idx) = TokenIndexFile::open(&path) {
+    if let Ok(idx) = TokenIndexFile::open(&path)
+        && let Ok(lookup) = idx.lookup()
+    {
         for q in ["a", "b*", "\"a b\"", "-a", "*"] {
             let query = TextQuery::parse(q).expect("valid query");
-            let _ = query.candidates(&idx, idx.rows().min(1 << 20));
+            let _ = query.candidates(&lookup, idx.rows().min(1 << 20));
         }
     }
 });

@@ -317,7 +317,7 @@ impl Telemetry {
             } else {
                 st.wal.fsync_micros_total as f64 / st.wal.fsyncs as f64 / 1e6
             };
-            let gauges: [(&str, &str, &str, f64); 21] = [
+            let gauges: [(&str, &str, &str, f64); 22] = [
                 (
                     "sightline_wal_fsyncs_total",
                     "counter",
@@ -389,6 +389,12 @@ impl Telemetry {
                     "gauge",
                     "Bytes of span rollup rows cached in memory.",
                     st.rollup_cache_bytes as f64,
+                ),
+                (
+                    "sightline_token_dictionary_cache_bytes",
+                    "gauge",
+                    "Bytes of searched log segments' token dictionaries kept in memory.",
+                    st.token_dictionary_cache_bytes as f64,
                 ),
                 (
                     "sightline_scan_memory_bytes",

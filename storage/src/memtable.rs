@@ -44,7 +44,18 @@ pub struct Memtable {
     created: Instant,
     max_lsn: Lsn,
     /// Lazily built full-text index of log bodies (logs only).
-    text: Arc<Mutex<Option<RamTextIndex>>>,
+    text: Arc<Mutex<TextState>>,
+}
+
+/// A log memtable's in-memory token index and the bytes of the memory budget charged for it.
+#[derive(Debug, Default)]
+struct TextState {
+    index: Option<RamTextIndex>,
+    /// Bytes forced into the [`MemoryBudget`] as the index grew; given back by
+    /// [`MemSnapshot::retire_text_index`].
+    charged: usize,
+    /// The rows are in a segment now: the index was dropped and is not built again.
+    retired: bool,
 }
 
 impl Memtable {
@@ -57,7 +68,7 @@ impl Memtable {
             bytes: 0,
             created: Instant::now(),
             max_lsn: Lsn(0),
-            text: Arc::new(Mutex::new(None)),
+            text: Arc::new(Mutex::new(TextState::default())),
         }
     }
 
@@ -135,16 +146,28 @@ pub struct MemSnapshot {
     pub signal: Signal,
     /// Batches visible to the reader.
     pub batches: Vec<MemBatch>,
-    text: Arc<Mutex<Option<RamTextIndex>>>,
+    text: Arc<Mutex<TextState>>,
 }
 
 impl MemSnapshot {
     /// Rows of the snapshot that may match `query` ([`Candidates::exact`] says whether each
     /// does), indexing not-yet-indexed rows first (one batch at a time, checking `deadline`
-    /// before each; what was indexed stays indexed).
-    pub fn search_text(&self, query: &TextQuery, deadline: &crate::Deadline) -> Result<Candidates> {
+    /// before each; what was indexed stays indexed). The index's memory is charged to `budget`
+    /// as it grows (forced: a search is never refused for it), and given back when the rows are
+    /// flushed; a snapshot read after that checks its bodies instead.
+    pub fn search_text(
+        &self,
+        query: &TextQuery,
+        deadline: &crate::Deadline,
+        budget: &MemoryBudget,
+    ) -> Result<Candidates> {
         let mut guard = self.text.lock();
-        let idx = guard.get_or_insert_with(RamTextIndex::new);
+        if guard.retired {
+            drop(guard);
+            return self.check_bodies(query, deadline);
+        }
+        let state = &mut *guard;
+        let idx = state.index.get_or_insert_with(RamTextIndex::new);
         let indexed = idx.indexed_rows();
         for mb in &self.batches {
             let end = mb.first_row + mb.batch.num_rows() as u32;
@@ -152,12 +175,14 @@ impl MemSnapshot {
                 continue;
             }
             deadline.check()?;
-            let bodies = crate::columnar::decode_column::<arrow_array::StringArray>(
-                &mb.batch,
-                crate::schema::col::BODY,
-            )?;
+            let bodies = body_column(mb)?;
             let skip = indexed.saturating_sub(mb.first_row) as usize;
             idx.extend((skip..bodies.len()).map(|i| bodies.value(i)));
+            let bytes = idx.heap_bytes();
+            if bytes > state.charged {
+                budget.force(bytes - state.charged);
+                state.charged = bytes;
+            }
         }
         let mut found = idx.candidates(query)?;
         // Rows indexed from a newer snapshot are not visible to this one.
@@ -169,6 +194,32 @@ impl MemSnapshot {
         found.rows.remove_range(visible..);
         Ok(found)
     }
+
+    /// The rows whose bodies match `query`, checked one by one (exact).
+    fn check_bodies(&self, query: &TextQuery, deadline: &crate::Deadline) -> Result<Candidates> {
+        let mut rows = roaring::RoaringBitmap::new();
+        for mb in &self.batches {
+            deadline.check()?;
+            let bodies = body_column(mb)?;
+            let found = crate::text_index::matching_rows(query, bodies.iter());
+            rows.extend(found.iter().map(|r| mb.first_row + r));
+        }
+        Ok(Candidates { rows, exact: true })
+    }
+
+    /// Drops the in-memory token index once the rows are in a segment, and returns the budget
+    /// bytes charged for it (the caller releases them). Readers still holding this snapshot
+    /// check bodies from then on, so nothing is charged or built after this.
+    pub fn retire_text_index(&self) -> usize {
+        let mut state = self.text.lock();
+        state.retired = true;
+        state.index = None;
+        std::mem::take(&mut state.charged)
+    }
+}
+
+fn body_column(mb: &MemBatch) -> Result<&arrow_array::StringArray> {
+    crate::columnar::decode_column::<arrow_array::StringArray>(&mb.batch, crate::schema::col::BODY)
 }
 
 /// The global budget for unflushed data.
@@ -258,6 +309,61 @@ impl MemoryBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{AttrValue, Attributes, LogRecord};
+
+    fn log_memtable(bodies: &[&str]) -> Memtable {
+        let logs: Vec<LogRecord> = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| LogRecord {
+                time: UnixNanos(i as i64),
+                observed_time: UnixNanos(i as i64),
+                severity_number: 9,
+                severity_text: "INFO".into(),
+                body: AttrValue::Str((*b).into()),
+                trace_id: None,
+                span_id: None,
+                flags: 0,
+                service_name: "svc".into(),
+                scope_name: String::new(),
+                event_name: String::new(),
+                resource_attributes: Attributes::default(),
+                attributes: Attributes::default(),
+            })
+            .collect();
+        let batch = crate::columnar::logs_to_batch(&logs).expect("batch");
+        let mut m = Memtable::new(Signal::Logs);
+        let n = logs.len() as i64;
+        m.insert(batch, UnixNanos(0), UnixNanos(n - 1), 100, Lsn(1))
+            .expect("insert");
+        m
+    }
+
+    #[test]
+    fn the_token_index_is_charged_to_the_budget_until_retired_and_not_rebuilt_after() {
+        let m = log_memtable(&["tool call failed", "all good", "Tool timeout", "call me"]);
+        let budget = MemoryBudget::new(1 << 30);
+        let deadline = crate::Deadline::none();
+        let snap = m.snapshot();
+        let q = TextQuery::parse("tool").expect("query");
+        let found = snap.search_text(&q, &deadline, &budget).expect("search");
+        assert_eq!(found.rows.iter().collect::<Vec<_>>(), [0, 2]);
+        let charged = budget.used();
+        assert!(charged > 0, "the index's memory is in the budget");
+        // Searching again indexes nothing new and charges nothing more.
+        snap.search_text(&q, &deadline, &budget).expect("search");
+        assert_eq!(budget.used(), charged);
+        // The flush gives the charge back; a reader still holding the snapshot gets the same
+        // answer from the bodies, and nothing is charged again.
+        assert_eq!(snap.retire_text_index(), charged);
+        budget.release(charged);
+        let q2 = TextQuery::parse("\"tool call\" OR me").expect("query");
+        let again = snap.search_text(&q2, &deadline, &budget).expect("search");
+        assert!(again.exact);
+        assert_eq!(again.rows.iter().collect::<Vec<_>>(), [0, 3]);
+        assert_eq!(budget.used(), 0);
+        assert_eq!(snap.retire_text_index(), 0);
+    }
 
     #[test]
     fn budget_refuses_past_limit() {

@@ -416,10 +416,10 @@ impl Segment {
     }
 
     /// Bytes this segment's indexes hold in memory: postings, attribute blooms, trace-id
-    /// blooms, the series directory of samples, a searched log segment's token dictionary.
+    /// blooms, the series directory of samples (a searched log segment's token dictionary is in
+    /// the process-wide [`text_index::dict_cache`] instead).
     pub fn index_bytes(&self) -> usize {
         self.postings.heap_size()
-            + self.text.as_ref().map_or(0, TokenIndexFile::memory_bytes)
             + self.series_rows.get().map_or(0, |r| r.heap_size())
             + self.attr_blooms.as_ref().map_or(0, AttrBlooms::encoded_len)
             + self
@@ -504,7 +504,7 @@ impl Segment {
             ));
         }
         if let Some(idx) = &self.text {
-            return query.candidates(idx, idx.rows());
+            return query.candidates(&idx.lookup()?, idx.rows());
         }
         let path = self.data_path();
         let file = std::fs::File::open(&path).at(&path)?;

@@ -131,6 +131,9 @@ pub struct StoreStats {
     /// Bytes of rollup rows cached in memory (process-wide, at most
     /// [`crate::rollup::CACHE_BYTES`]).
     pub rollup_cache_bytes: usize,
+    /// Bytes of searched log segments' token dictionaries kept in memory (process-wide, at
+    /// most [`crate::text_index::dict_cache::CACHE_BYTES`]).
+    pub token_dictionary_cache_bytes: usize,
     /// Bytes of rows held by running scans and results not yet dropped.
     pub scan_memory_bytes: usize,
     /// Their budget ([`crate::StoreConfig::scan_memory_bytes`]).
@@ -533,6 +536,7 @@ impl Store {
                 .map(|s| s.index_bytes())
                 .sum(),
             rollup_cache_bytes: crate::rollup::cached_bytes(),
+            token_dictionary_cache_bytes: crate::text_index::dict_cache::cached_bytes(),
             scan_memory_bytes: self.inner.scan_memory.held(),
             scan_memory_budget_bytes: self.inner.scan_memory.budget(),
             segment_rows: state.manifest.segments.iter().map(|s| s.rows).sum(),

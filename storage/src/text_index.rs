@@ -12,6 +12,7 @@
 //! [`MAX_QUERY_DEPTH`] or has more than [`MAX_QUERY_CLAUSES`] terms (see [`bounds`]).
 
 pub mod bounds;
+pub mod dict_cache;
 pub mod file;
 pub mod query;
 mod terms;
@@ -21,7 +22,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::Result;
 pub use bounds::{MAX_QUERY_BYTES, MAX_QUERY_CLAUSES, MAX_QUERY_DEPTH, MAX_QUERY_RAW_DEPTH};
-pub use file::{TEXT_INDEX_FILE, TokenIndexFile, build};
+pub use file::{TEXT_INDEX_FILE, TokenIndexFile, TokenLookup, build};
 pub use query::{Candidates, TermLookup, TextQuery};
 use terms::TermRows;
 

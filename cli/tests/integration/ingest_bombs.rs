@@ -306,6 +306,7 @@ fn a_spent_decoded_budget_answers_retry_later() {
         "sightline_memtable_bytes ",
         "sightline_segment_index_bytes ",
         "sightline_rollup_cache_bytes ",
+        "sightline_token_dictionary_cache_bytes ",
     ] {
         assert!(m.contains(gauge), "{gauge}missing from\n{m}");
     }

@@ -450,7 +450,11 @@ fn flush_set(
             state.frozen.retain(|f| !Arc::ptr_eq(f, set));
         },
     )?;
-    let released: usize = set.tables.iter().map(|(_, _, b)| *b).sum();
+    let released: usize = set
+        .tables
+        .iter()
+        .map(|(_, snap, b)| b + snap.retire_text_index())
+        .sum();
     inner.budget.release(released);
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
     // 4. The WAL up to the checkpoint is no longer needed.

@@ -310,7 +310,7 @@ fn read_sources<'r>(
         let mut mem_rows = Vec::new();
         let mut text_rows: Option<roaring::RoaringBitmap> = None;
         for q in &compiled.text {
-            let rows = snap.search_text(q, &req.deadline)?.rows;
+            let rows = snap.search_text(q, &req.deadline, &inner.budget)?.rows;
             text_rows = Some(match text_rows {
                 Some(a) => a & rows,
                 None => rows,

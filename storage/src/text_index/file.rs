@@ -15,19 +15,23 @@
 //! positions nor counts are kept: phrases are verified on the bodies
 //! ([`super::query::TextQuery::needs_bodies`]).
 //!
-//! The dictionary is read on the first search, and a lookup reads (with a positional read) and
-//! inflates the one block holding its list, keeping the last block for the next lookup; an open
-//! segment costs no memory for its text index until it is searched.
+//! The dictionary is read on the first search and kept in a process-wide cache of bounded size
+//! ([`super::dict_cache`]); a lookup reads (with a positional read) and inflates the one block
+//! holding its list, keeping the last block for the search's next lookup; an open segment costs
+//! no memory for its text index until it is searched.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use fst::{IntoStreamer, Map, MapBuilder, Streamer};
-use parking_lot::Mutex;
 use roaring::RoaringBitmap;
+
+use super::dict_cache::{self, Dict};
 
 use super::query::TermLookup;
 use super::terms::{RowList, TermRows, get_varint, put_varint};
@@ -180,10 +184,22 @@ pub struct TokenIndexFile {
     len: u64,
     lists_at: u64,
     dict_len: u64,
-    /// Loaded on the first search.
-    dict: Mutex<Option<Arc<Map<Vec<u8>>>>>,
-    /// The block of row lists read last (a prefix reads neighbouring lists).
-    last_block: Mutex<Option<(u64, Arc<Vec<u8>>)>>,
+    /// Key of its dictionary in the process-wide [`dict_cache`].
+    cache_id: u64,
+}
+
+impl Drop for TokenIndexFile {
+    fn drop(&mut self) {
+        dict_cache::remove(self.cache_id);
+    }
+}
+
+/// One search's view of a [`TokenIndexFile`]: its dictionary, and the block of row lists read
+/// last (a prefix reads neighbouring lists), dropped with the search.
+pub struct TokenLookup<'a> {
+    file: &'a TokenIndexFile,
+    dict: Dict,
+    last_block: RefCell<Option<(u64, Rc<Vec<u8>>)>>,
 }
 
 impl TokenIndexFile {
@@ -214,20 +230,28 @@ impl TokenIndexFile {
             len,
             lists_at,
             dict_len,
-            dict: Mutex::new(None),
-            last_block: Mutex::new(None),
+            cache_id: dict_cache::new_id(),
         })
     }
 
-    /// Bytes the loaded dictionary holds in memory (0 before the first search).
+    /// Bytes its dictionary holds in the process-wide cache (0 when it is not kept there).
     pub fn memory_bytes(&self) -> usize {
-        self.dict.lock().as_ref().map_or(0, |d| d.as_fst().size())
+        dict_cache::bytes_of(self.cache_id)
     }
 
-    fn dict(&self) -> Result<Arc<Map<Vec<u8>>>> {
-        let mut guard = self.dict.lock();
-        if let Some(d) = guard.as_ref() {
-            return Ok(d.clone());
+    /// The index ready for one search: its dictionary from the cache, or read from the file
+    /// (and kept in the cache when it fits).
+    pub fn lookup(&self) -> Result<TokenLookup<'_>> {
+        Ok(TokenLookup {
+            file: self,
+            dict: self.dict()?,
+            last_block: RefCell::new(None),
+        })
+    }
+
+    fn dict(&self) -> Result<Dict> {
+        if let Some(d) = dict_cache::get(self.cache_id) {
+            return Ok(d);
         }
         let len = usize::try_from(self.dict_len)
             .map_err(|_| StorageError::corruption(&self.path, "dictionary too large"))?;
@@ -241,48 +265,55 @@ impl TokenIndexFile {
             .and_then(|m| m.as_fst().verify().map(|()| m))
             .map_err(|e| StorageError::corruption(&self.path, e.to_string()))?;
         let map = Arc::new(map);
-        *guard = Some(map.clone());
+        dict_cache::insert(self.cache_id, map.clone());
         Ok(map)
     }
 
     fn corrupt(&self, what: &str) -> StorageError {
         StorageError::corruption(&self.path, what)
     }
+}
+
+impl TokenLookup<'_> {
+    fn corrupt(&self, what: &str) -> StorageError {
+        self.file.corrupt(what)
+    }
 
     /// The inflated block of row lists at `start` (after the dictionary), from the one-block
     /// cache when it was the last one read.
-    fn block(&self, start: u64) -> Result<Arc<Vec<u8>>> {
-        if let Some((at, b)) = self.last_block.lock().as_ref()
+    fn block(&self, start: u64) -> Result<Rc<Vec<u8>>> {
+        if let Some((at, b)) = self.last_block.borrow().as_ref()
             && *at == start
         {
             return Ok(b.clone());
         }
-        let at = self
+        let f = self.file;
+        let at = f
             .lists_at
             .checked_add(start)
-            .filter(|&at| at < self.len)
+            .filter(|&at| at < f.len)
             .ok_or_else(|| self.corrupt("row list block offset past the file"))?;
         let mut head = [0u8; 10];
-        let n = self.file.read_at(&mut head, at).at(&self.path)?;
+        let n = f.file.read_at(&mut head, at).at(&f.path)?;
         let mut used = 0;
         let (z_len, raw_len) = get_varint(&head[..n], &mut used)
             .zip(get_varint(&head[..n], &mut used))
             .ok_or_else(|| self.corrupt("row list block header"))?;
         let z_at = at + used as u64;
         // No list is longer than a varint per row and its header.
-        let raw_max = BLOCK_BYTES as u64 + 6 * u64::from(self.rows) + 64;
-        if z_at + u64::from(z_len) > self.len || u64::from(raw_len) > raw_max {
+        let raw_max = BLOCK_BYTES as u64 + 6 * u64::from(f.rows) + 64;
+        if z_at + u64::from(z_len) > f.len || u64::from(raw_len) > raw_max {
             return Err(self.corrupt("row list block runs past the file"));
         }
         let mut z = vec![0u8; z_len as usize];
-        self.file.read_exact_at(&mut z, z_at).at(&self.path)?;
+        f.file.read_exact_at(&mut z, z_at).at(&f.path)?;
         let raw = zstd::bulk::decompress(&z, raw_len as usize)
             .map_err(|e| self.corrupt(&format!("row list block: {e}")))?;
         if raw.len() != raw_len as usize {
             return Err(self.corrupt("row list block length"));
         }
-        let raw = Arc::new(raw);
-        *self.last_block.lock() = Some((start, raw.clone()));
+        let raw = Rc::new(raw);
+        *self.last_block.borrow_mut() = Some((start, raw.clone()));
         Ok(raw)
     }
 
@@ -333,19 +364,18 @@ impl TokenIndexFile {
     }
 }
 
-impl TermLookup for TokenIndexFile {
+impl TermLookup for TokenLookup<'_> {
     fn term(&self, term: &str) -> Result<RoaringBitmap> {
         let mut out = RoaringBitmap::new();
-        if let Some(v) = self.dict()?.get(term) {
+        if let Some(v) = self.dict.get(term) {
             self.read_value(v, &mut out)?;
         }
         Ok(out)
     }
 
     fn prefix(&self, prefix: &str) -> Result<RoaringBitmap> {
-        let dict = self.dict()?;
         let mut out = RoaringBitmap::new();
-        let mut stream = dict.range().ge(prefix.as_bytes()).into_stream();
+        let mut stream = self.dict.range().ge(prefix.as_bytes()).into_stream();
         while let Some((key, value)) = stream.next() {
             if !key.starts_with(prefix.as_bytes()) {
                 break;

@@ -108,15 +108,22 @@ pub(crate) struct TermRows {
     scratch: String,
     /// Bytes of token text held as keys.
     key_bytes: usize,
+    /// Bytes the row lists' gap buffers hold (their capacities).
+    list_bytes: usize,
 }
 
 impl TermRows {
     /// Indexes `body` as row `row` (rows must be added in ascending order).
     pub(crate) fn add(&mut self, row: u32, body: &str) {
-        let (terms, key_bytes) = (&mut self.terms, &mut self.key_bytes);
+        let (terms, key_bytes, list_bytes) =
+            (&mut self.terms, &mut self.key_bytes, &mut self.list_bytes);
         for_each_token(body, &mut self.scratch, |_, token| {
             match terms.get_mut(token) {
-                Some(list) => list.push(row),
+                Some(list) => {
+                    let before = list.heap_bytes();
+                    list.push(row);
+                    *list_bytes += list.heap_bytes() - before;
+                }
                 None => {
                     *key_bytes += token.len();
                     terms.insert(token.into(), RowList::new(row));
@@ -148,12 +155,15 @@ impl TermRows {
         v
     }
 
-    /// Approximate heap bytes held (keys, lists and the table itself).
+    /// Approximate heap bytes held (keys, lists and the table itself), kept as rows are added.
     pub(crate) fn heap_bytes(&self) -> usize {
         let per_entry = std::mem::size_of::<(Box<str>, RowList)>() + 1;
-        self.key_bytes
-            + self.terms.capacity() * per_entry
-            + self.terms.values().map(RowList::heap_bytes).sum::<usize>()
+        debug_assert_eq!(
+            self.list_bytes,
+            self.terms.values().map(RowList::heap_bytes).sum::<usize>(),
+            "list bytes are kept as lists grow"
+        );
+        self.key_bytes + self.terms.capacity() * per_entry + self.list_bytes
     }
 }
 

@@ -19,7 +19,7 @@ fn file_answer(dir: &std::path::Path, bodies: &[String], query: &str) -> Result<
     }
     let idx = TokenIndexFile::open(&path)?;
     let q = TextQuery::parse(query)?;
-    let c = q.candidates(&idx, idx.rows())?;
+    let c = q.candidates(&idx.lookup()?, idx.rows())?;
     Ok(verify(&q, c, bodies))
 }
 
@@ -237,7 +237,8 @@ fn damaged_files_are_errors() {
     let q = TextQuery::parse("b OR a1* OR c").expect("parse");
     for cut in [0, 7, 19, 40, good.len() / 2, good.len() - 1] {
         std::fs::write(&path, &good[..cut]).expect("write");
-        let r = TokenIndexFile::open(&path).and_then(|idx| q.candidates(&idx, idx.rows()));
+        let r =
+            TokenIndexFile::open(&path).and_then(|idx| q.candidates(&idx.lookup()?, idx.rows()));
         assert!(
             matches!(
                 r,
@@ -251,7 +252,8 @@ fn damaged_files_are_errors() {
         bad[i] ^= 0x5a;
         std::fs::write(&path, &bad).expect("write");
         // Flipped bytes may still decode; they must never panic.
-        let _ = TokenIndexFile::open(&path).and_then(|idx| q.candidates(&idx, idx.rows()));
+        let _ =
+            TokenIndexFile::open(&path).and_then(|idx| q.candidates(&idx.lookup()?, idx.rows()));
     }
 }
 

@@ -138,3 +138,27 @@ fn log_segments_without_a_token_index_are_searched_by_their_bodies() {
     store.compact().expect("compact");
     check_all(&store, 3_000, "after compaction");
 }
+
+#[test]
+fn searching_unflushed_lines_charges_their_index_to_the_memory_budget_until_the_flush() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = tenant("acme");
+    let store = Store::open(dir.path(), config()).expect("open");
+    store.append_logs(&t, &lines(2_000)).expect("append");
+    let before = store.stats().memtable_bytes;
+    assert_eq!(count(&store, "failed", Some(&[])), 1_000);
+    let searched = store.stats().memtable_bytes;
+    assert!(
+        searched > before,
+        "the in-memory token index is in the budget: {before} -> {searched}"
+    );
+    assert_eq!(count(&store, "retry", Some(&[])), 500);
+    assert_eq!(store.stats().memtable_bytes, searched, "built once");
+    store.flush().expect("flush");
+    assert_eq!(
+        store.stats().memtable_bytes,
+        0,
+        "the flush gives it all back"
+    );
+    assert_eq!(count(&store, "failed", Some(&[])), 1_000);
+}
