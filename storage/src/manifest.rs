@@ -25,10 +25,12 @@ const MAGIC: &[u8; 8] = b"SLMANIF1";
 /// `postings.bin` (`SLPOST02`) and the text index's document store with zstd, which a
 /// version-2 reader would take for damage and quarantine; 4 replaces a log segment's tantivy
 /// `text/` directory with a token index `text.idx`, without which a version-3 reader would
-/// quarantine the segment. Stores of versions 1 to 3 are read as they are (their segments keep
-/// their formats until compaction rewrites them; their log segments are searched by reading
-/// their bodies).
-pub const FORMAT_VERSION: u32 = 4;
+/// quarantine the segment; 5 writes token indexes as `SLTXT002` (with the rows holding tokens
+/// too long to index), which a version-4 reader would take for damage. Stores of versions 1 to
+/// 4 are read as they are (their segments keep their formats until compaction rewrites them;
+/// log segments without a token index are searched by reading their bodies, and `SLTXT001`
+/// token indexes cannot narrow a line filter's literal that may sit inside a longer token).
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Length and checksum of one file of a segment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

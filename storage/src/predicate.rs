@@ -116,6 +116,9 @@ pub enum Predicate {
     TraceId(TraceId),
     /// Log bodies matching a full-text query (logs only).
     FullText(String),
+    /// Log bodies that contain this text as it is spelled: a case-sensitive substring, LogQL's
+    /// line filter `|=` (logs only; narrowed by the token indexes, then checked on the bodies).
+    BodyContains(String),
     /// Rows that at least one of the matchers accepts (spans and logs; at most
     /// [`MAX_ANY_OF`] matchers). Model filters use it to match a request or a response model.
     AnyOf(Vec<Matcher>),
@@ -215,6 +218,14 @@ impl ScanRequest {
                         ));
                     }
                     crate::text_index::validate_query(q)?;
+                }
+                Predicate::BodyContains(text) => {
+                    if self.signal != Signal::Logs {
+                        return Err(StorageError::InvalidQuery(
+                            "line filters apply to logs only".into(),
+                        ));
+                    }
+                    crate::text_index::TextQuery::literal(text)?;
                 }
                 Predicate::TraceId(_) if self.signal == Signal::Samples => {
                     return Err(StorageError::InvalidQuery(
@@ -361,7 +372,7 @@ pub(crate) fn predicate_columns(signal: Signal, p: &Predicate) -> Vec<&'static s
         }
         // Answered by the token indexes (per segment, in memory for memtables); a query with
         // a phrase also reads the bodies to check them ([`crate::segment::scan::CompiledScan`]).
-        Predicate::FullText(_) => Vec::new(),
+        Predicate::FullText(_) | Predicate::BodyContains(_) => Vec::new(),
     }
 }
 

@@ -674,3 +674,134 @@ fn logql_over_store() {
         .is_err()
     );
 }
+
+/// A LogQL `|=` literal: a piece of the words (cut anywhere, so it may start or end inside a
+/// token), sometimes spanning two words, sometimes capitalised (filters are case-sensitive).
+fn literal() -> impl Strategy<Value = String> {
+    (
+        0..WORDS.len(),
+        0..WORDS.len(),
+        0usize..4,
+        1usize..12,
+        any::<bool>(),
+    )
+        .prop_map(|(a, b, from, len, upper)| {
+            let joined = format!("{} {}", WORDS[a], WORDS[b]);
+            let from = from.min(joined.len() - 1);
+            let lit = &joined[from..(from + len).min(joined.len())];
+            if upper {
+                lit.to_uppercase()
+            } else {
+                lit.to_owned()
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// Line filters go to the store, which narrows them with its token indexes: the lines a
+    /// LogQL query returns (and counts) are exactly those whose bodies contain every `|=`
+    /// literal and no `!=` one, in segments and memtables alike.
+    #[test]
+    fn line_filters_equal_a_brute_force_substring_filter(
+        lines in prop::collection::vec(line(), 1..120),
+        split in (0usize..120, 0usize..120),
+        keep in prop::collection::vec(literal(), 1..3),
+        drop in prop::option::of(literal()),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(dir.path());
+        let t = TenantId::new("lf").unwrap();
+        let mut recs: Vec<LogRecord> = lines.iter().enumerate().map(|(i, l)| record(l, i)).collect();
+        // One line holds a token too long to index, with words inside it.
+        if let Some(r) = recs.first_mut() {
+            r.body = AttrValue::Str(format!("{} id={}timeout{}", WORDS[0], "ab".repeat(25), "cd".repeat(25)));
+        }
+        load(&store, &t, &recs, split);
+        let mut q = r#"{service_name=~".+"}"#.to_owned();
+        for k in &keep {
+            q.push_str(&format!(" |= {k:?}"));
+        }
+        if let Some(d) = &drop {
+            q.push_str(&format!(" != {d:?}"));
+        }
+        let want: Vec<i64> = {
+            let mut v: Vec<i64> = recs
+                .iter()
+                .filter(|r| {
+                    let AttrValue::Str(b) = &r.body else { return false };
+                    keep.iter().all(|k| b.contains(k.as_str()))
+                        && drop.as_ref().is_none_or(|d| !b.contains(d.as_str()))
+                })
+                .map(|r| r.time.0)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let p = RangeParams {
+            start_ns: BASE,
+            end_ns: BASE + 2 * HOUR,
+            step_ns: HOUR,
+            limit: 5_000,
+            direction: Direction::Backward,
+        };
+        let out = query_range(&store, &t, &parse(&q).unwrap(), p, &Deadline::none()).unwrap();
+        let QueryValue::Streams(streams) = out.value else { panic!("streams") };
+        let mut got: Vec<i64> = streams.iter().flat_map(|s| s.entries.iter().map(|e| e.0)).collect();
+        got.sort_unstable();
+        prop_assert_eq!(&got, &want, "{}", q);
+        // The same filter under a count.
+        let count = format!("sum(count_over_time({q} [3h]))");
+        let out = query_instant(&store, &t, &parse(&count).unwrap(), BASE + 2 * HOUR, &Deadline::none()).unwrap();
+        let QueryValue::Vector(v) = out.value else { panic!("vector") };
+        let counted = v.first().and_then(|s| s.points.first()).map_or(0.0, |p| p.1);
+        prop_assert_eq!(counted, want.len() as f64, "{}", count);
+    }
+}
+
+#[test]
+fn a_line_filter_reads_only_the_lines_its_words_may_be_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path());
+    let t = TenantId::new("lf").unwrap();
+    let recs: Vec<LogRecord> = (0..2_000i64)
+        .map(|i| {
+            let body = if i == 1_500 {
+                "upstream Timeout after 30s".to_owned()
+            } else {
+                format!("request {i} answered in {} ms", i % 97)
+            };
+            rec(BASE + i * 1_000_000, &body, "api", (9, "INFO"))
+        })
+        .collect();
+    store.append_logs(&t, &recs[..1_000]).unwrap();
+    store.flush().unwrap();
+    store.append_logs(&t, &recs[1_000..]).unwrap();
+    let p = RangeParams {
+        start_ns: BASE,
+        end_ns: BASE + HOUR,
+        step_ns: HOUR,
+        limit: 100,
+        direction: Direction::Backward,
+    };
+    let e = parse(r#"{service_name="api"} |= "Timeout af""#).unwrap();
+    let out = query_range(&store, &t, &e, p, &Deadline::none()).unwrap();
+    let QueryValue::Streams(streams) = out.value else {
+        panic!("streams")
+    };
+    let lines: Vec<&str> = streams
+        .iter()
+        .flat_map(|s| s.entries.iter().map(|e| e.1.as_str()))
+        .collect();
+    assert_eq!(lines, ["upstream Timeout after 30s"]);
+    assert_eq!(
+        out.stats.lines_processed, 1,
+        "only the matching line is read"
+    );
+    // No line holds the word: the segment is skipped without reading a row.
+    let e = parse(r#"{service_name="api"} |= "zebra""#).unwrap();
+    let out = query_range(&store, &t, &e, p, &Deadline::none()).unwrap();
+    assert_eq!(out.stats.lines_processed, 0);
+    assert_eq!(out.stats.explain.rows_returned, 0);
+}

@@ -154,6 +154,7 @@ impl<'a> CompiledScan<'a> {
             .iter()
             .filter_map(|p| match p {
                 Predicate::FullText(q) => Some(TextQuery::parse(q)),
+                Predicate::BodyContains(t) => Some(TextQuery::literal(t)),
                 _ => None,
             })
             .collect::<Result<Vec<_>>>()?;

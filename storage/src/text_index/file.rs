@@ -34,13 +34,16 @@ use roaring::RoaringBitmap;
 use super::dict_cache::{self, Dict};
 
 use super::query::TermLookup;
-use super::terms::{RowList, TermRows, get_varint, put_varint};
+use super::terms::{OVERLONG_KEY, RowList, TermRows, get_varint, put_varint};
 use crate::error::{IoContext, Result, StorageError};
 
 /// File name of the token index inside a log segment's directory.
 pub const TEXT_INDEX_FILE: &str = "text.idx";
 
-const MAGIC: &[u8; 8] = b"SLTXT001";
+const MAGIC: &[u8; 8] = b"SLTXT002";
+/// Token indexes written before the rows holding overlong tokens were listed (under
+/// [`OVERLONG_KEY`]); read the same way, but [`TermLookup::overlong`] answers `None`.
+const MAGIC_V1: &[u8; 8] = b"SLTXT001";
 const HEADER_BYTES: u64 = 8 + 4 + 8;
 /// Dictionary value flag: the low 32 bits are the token's only row.
 const SINGLE: u64 = 1 << 63;
@@ -184,6 +187,8 @@ pub struct TokenIndexFile {
     len: u64,
     lists_at: u64,
     dict_len: u64,
+    /// The rows holding overlong tokens are listed (`SLTXT002`).
+    lists_overlong: bool,
     /// Key of its dictionary in the process-wide [`dict_cache`].
     cache_id: u64,
 }
@@ -212,9 +217,11 @@ impl TokenIndexFile {
             return Err(StorageError::corruption(path, "shorter than its header"));
         }
         file.read_exact_at(&mut header, 0).at(path)?;
-        if &header[..8] != MAGIC {
-            return Err(StorageError::corruption(path, "not a token index"));
-        }
+        let lists_overlong = match &header[..8] {
+            m if m == MAGIC => true,
+            m if m == MAGIC_V1 => false,
+            _ => return Err(StorageError::corruption(path, "not a token index")),
+        };
         let rows = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
         let mut dict_len = [0u8; 8];
         dict_len.copy_from_slice(&header[12..20]);
@@ -230,6 +237,7 @@ impl TokenIndexFile {
             len,
             lists_at,
             dict_len,
+            lists_overlong,
             cache_id: dict_cache::new_id(),
         })
     }
@@ -373,6 +381,37 @@ impl TermLookup for TokenLookup<'_> {
         Ok(out)
     }
 
+    fn tokens_where(
+        &self,
+        accept: &dyn Fn(&str) -> bool,
+        limit: usize,
+    ) -> Result<Option<RoaringBitmap>> {
+        let mut out = RoaringBitmap::new();
+        let mut found = 0;
+        let mut stream = self.dict.stream();
+        while let Some((key, value)) = stream.next() {
+            let Ok(token) = std::str::from_utf8(key) else {
+                return Err(self.corrupt("token is not UTF-8"));
+            };
+            if token == OVERLONG_KEY || !accept(token) {
+                continue;
+            }
+            found += 1;
+            if found > limit {
+                return Ok(None);
+            }
+            self.read_value(value, &mut out)?;
+        }
+        Ok(Some(out))
+    }
+
+    fn overlong(&self) -> Result<Option<RoaringBitmap>> {
+        if !self.file.lists_overlong {
+            return Ok(None);
+        }
+        self.term(OVERLONG_KEY).map(Some)
+    }
+
     fn prefix(&self, prefix: &str) -> Result<RoaringBitmap> {
         let mut out = RoaringBitmap::new();
         let mut stream = self.dict.range().ge(prefix.as_bytes()).into_stream();
@@ -389,6 +428,27 @@ impl TermLookup for TokenLookup<'_> {
 impl TermLookup for TermRows {
     fn term(&self, term: &str) -> Result<RoaringBitmap> {
         Ok(self.get(term).map(RowList::bitmap).unwrap_or_default())
+    }
+
+    fn tokens_where(
+        &self,
+        accept: &dyn Fn(&str) -> bool,
+        limit: usize,
+    ) -> Result<Option<RoaringBitmap>> {
+        let mut out = RoaringBitmap::new();
+        let mut found = 0;
+        for (_, list) in self.iter().filter(|(t, _)| *t != OVERLONG_KEY && accept(t)) {
+            found += 1;
+            if found > limit {
+                return Ok(None);
+            }
+            out |= list.bitmap();
+        }
+        Ok(Some(out))
+    }
+
+    fn overlong(&self) -> Result<Option<RoaringBitmap>> {
+        self.term(OVERLONG_KEY).map(Some)
     }
 
     fn prefix(&self, prefix: &str) -> Result<RoaringBitmap> {

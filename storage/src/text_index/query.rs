@@ -29,6 +29,15 @@ pub trait TermLookup {
     fn term(&self, term: &str) -> Result<RoaringBitmap>;
     /// Rows holding a token that starts with `prefix`.
     fn prefix(&self, prefix: &str) -> Result<RoaringBitmap>;
+    /// Rows holding a token that `accept` accepts, or `None` when it accepts more than `limit`
+    /// distinct tokens (the caller then takes every row instead of reading their lists).
+    fn tokens_where(
+        &self,
+        accept: &dyn Fn(&str) -> bool,
+        limit: usize,
+    ) -> Result<Option<RoaringBitmap>>;
+    /// Rows holding a token too long to index, or `None` when the index does not list them.
+    fn overlong(&self) -> Result<Option<RoaringBitmap>>;
 }
 
 /// Rows a query may match, from an index.
@@ -59,12 +68,28 @@ enum Node {
     },
 }
 
-/// A parsed full-text query.
+/// A parsed full-text query, or a literal a body must contain.
 #[derive(Clone, Debug)]
 pub struct TextQuery {
-    /// `None`: no token in the query, nothing matches.
-    root: Option<Node>,
+    kind: Kind,
 }
+
+#[derive(Clone, Debug)]
+enum Kind {
+    /// A query of tantivy's grammar; `None`: no token in it, nothing matches.
+    Tokens(Option<Node>),
+    /// A literal the body contains, case-sensitively (LogQL's `|= "..."`), with the runs of
+    /// token characters that narrow the rows holding it.
+    Literal {
+        text: String,
+        fragments: Vec<tokens::Fragment>,
+    },
+}
+
+/// Most distinct tokens of one index a literal's fragment may select by suffix or infix before
+/// the fragment is given up (every row stays a candidate): a one-letter fragment would
+/// otherwise read every row list.
+pub const MAX_FRAGMENT_TOKENS: usize = 4096;
 
 fn invalid(query: &str, why: impl std::fmt::Display) -> StorageError {
     StorageError::InvalidQuery(format!("full-text query {query:?}: {why}"))
@@ -77,34 +102,105 @@ impl TextQuery {
         let ast = tantivy_query_grammar::parse_query(query)
             .map_err(|_| invalid(query, "syntax error"))?;
         Ok(Self {
-            root: compile(query, ast)?,
+            kind: Kind::Tokens(compile(query, ast)?),
+        })
+    }
+
+    /// Bodies that contain `literal` as it is spelled (a substring, case-sensitive; LogQL's
+    /// line filter `|=`). The index narrows the rows to those holding its runs of token
+    /// characters (whole tokens between separators, and the tokens that may hold the runs at
+    /// its ends), and each candidate's body is then checked. A literal longer than
+    /// [`bounds::MAX_QUERY_BYTES`] is refused.
+    pub fn literal(literal: &str) -> Result<Self> {
+        if literal.len() > bounds::MAX_QUERY_BYTES {
+            return Err(invalid(
+                literal,
+                format!("longer than {} bytes", bounds::MAX_QUERY_BYTES),
+            ));
+        }
+        Ok(Self {
+            kind: Kind::Literal {
+                text: literal.to_owned(),
+                fragments: tokens::fragments(literal),
+            },
         })
     }
 
     /// Whether rows answered from an index must still be checked against their bodies (the
-    /// query holds a phrase).
+    /// query holds a phrase, or is a literal).
     pub fn needs_bodies(&self) -> bool {
-        self.root.as_ref().is_some_and(Node::has_phrase)
+        match &self.kind {
+            Kind::Tokens(root) => root.as_ref().is_some_and(Node::has_phrase),
+            Kind::Literal { .. } => true,
+        }
     }
 
     /// The rows of `idx` (which holds `rows` rows) that may match.
     pub fn candidates(&self, idx: &dyn TermLookup, rows: u32) -> Result<Candidates> {
-        match &self.root {
-            None => Ok(Candidates {
+        match &self.kind {
+            Kind::Tokens(None) => Ok(Candidates {
                 rows: RoaringBitmap::new(),
                 exact: true,
             }),
-            Some(n) => n.candidates(idx, rows),
+            Kind::Tokens(Some(n)) => n.candidates(idx, rows),
+            Kind::Literal { fragments, .. } => literal_candidates(fragments, idx, rows),
         }
     }
 
     /// Whether `body` matches.
     pub fn matches(&self, body: &str) -> bool {
-        let Some(root) = &self.root else {
-            return false;
-        };
-        root.matches(&tokens::tokens(body))
+        match &self.kind {
+            Kind::Tokens(None) => false,
+            Kind::Tokens(Some(root)) => root.matches(&tokens::tokens(body)),
+            Kind::Literal { text, .. } => body.contains(text.as_str()),
+        }
     }
+}
+
+/// The rows that may contain a literal with these fragments: each fragment's rows, ANDed; a
+/// fragment whose rows the index cannot tell (too many tokens, or overlong tokens not listed)
+/// narrows nothing.
+fn literal_candidates(
+    fragments: &[tokens::Fragment],
+    idx: &dyn TermLookup,
+    rows: u32,
+) -> Result<Candidates> {
+    use tokens::Fragment;
+    // A fragment at the literal's edge may sit inside a token too long to be indexed.
+    let or_overlong = |found: Option<RoaringBitmap>| -> Result<Option<RoaringBitmap>> {
+        Ok(match (found, idx.overlong()?) {
+            (Some(f), Some(o)) => Some(f | o),
+            _ => None,
+        })
+    };
+    let mut acc: Option<RoaringBitmap> = None;
+    for f in fragments {
+        let found = match f {
+            Fragment::Whole(t) => Some(idx.term(t)?),
+            Fragment::Prefix(p) => or_overlong(Some(idx.prefix(p)?))?,
+            Fragment::Suffix(s) => {
+                or_overlong(idx.tokens_where(&|t| t.ends_with(s.as_str()), MAX_FRAGMENT_TOKENS)?)?
+            }
+            Fragment::Infix(s) => {
+                or_overlong(idx.tokens_where(&|t| t.contains(s.as_str()), MAX_FRAGMENT_TOKENS)?)?
+            }
+            Fragment::Overlong => idx.overlong()?,
+        };
+        let Some(found) = found else { continue };
+        let next = match acc {
+            Some(a) => a & found,
+            None => found,
+        };
+        let empty = next.is_empty();
+        acc = Some(next);
+        if empty {
+            break;
+        }
+    }
+    Ok(Candidates {
+        rows: acc.unwrap_or_else(|| all_rows(rows)),
+        exact: false,
+    })
 }
 
 fn compile(query: &str, ast: UserInputAst) -> Result<Option<Node>> {

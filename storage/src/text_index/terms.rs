@@ -5,7 +5,11 @@
 use roaring::RoaringBitmap;
 use rustc_hash::FxHashMap;
 
-use super::tokens::for_each_token;
+use super::tokens::for_each_token_and_overlong;
+
+/// The key under which the rows holding a token too long to index are listed (no token is
+/// empty): a literal that may sit inside such a token can only be looked for in those rows.
+pub(crate) const OVERLONG_KEY: &str = "";
 
 /// Appends `v` to `out` as a LEB128 varint.
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u32) {
@@ -115,21 +119,32 @@ pub(crate) struct TermRows {
 impl TermRows {
     /// Indexes `body` as row `row` (rows must be added in ascending order).
     pub(crate) fn add(&mut self, row: u32, body: &str) {
-        let (terms, key_bytes, list_bytes) =
-            (&mut self.terms, &mut self.key_bytes, &mut self.list_bytes);
-        for_each_token(body, &mut self.scratch, |_, token| {
-            match terms.get_mut(token) {
-                Some(list) => {
-                    let before = list.heap_bytes();
-                    list.push(row);
-                    *list_bytes += list.heap_bytes() - before;
-                }
-                None => {
-                    *key_bytes += token.len();
-                    terms.insert(token.into(), RowList::new(row));
-                }
+        let mut overlong = false;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for_each_token_and_overlong(
+            body,
+            &mut scratch,
+            |_, token| self.push(token, row),
+            || overlong = true,
+        );
+        self.scratch = scratch;
+        if overlong {
+            self.push(OVERLONG_KEY, row);
+        }
+    }
+
+    fn push(&mut self, token: &str, row: u32) {
+        match self.terms.get_mut(token) {
+            Some(list) => {
+                let before = list.heap_bytes();
+                list.push(row);
+                self.list_bytes += list.heap_bytes() - before;
             }
-        });
+            None => {
+                self.key_bytes += token.len();
+                self.terms.insert(token.into(), RowList::new(row));
+            }
+        }
     }
 
     /// The rows of `term`.

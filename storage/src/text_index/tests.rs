@@ -314,3 +314,109 @@ fn at_limit_queries_run_on_a_small_stack() {
         .expect("queries run");
     assert_eq!(got, vec![vec![0], vec![0, 1], vec![0, 1], vec![]]);
 }
+
+/// Bodies for line filters: the words above, sometimes with a token too long to index that
+/// holds words inside it.
+fn filter_body() -> impl Strategy<Value = String> {
+    let overlong = proptest::sample::select(WORDS)
+        .prop_map(|w| format!("{w}{}{w}", "x0".repeat(tokens::MAX_TOKEN_BYTES / 2)));
+    (body(), proptest::option::of(overlong), any::<bool>()).prop_map(|(b, o, front)| match o {
+        Some(o) if front => format!("{o} {b}"),
+        Some(o) => format!("{b}{o}"),
+        None => b,
+    })
+}
+
+/// Every row whose body contains `literal`, through `lookup`'s candidates: they must hold all
+/// of them, and checking their bodies must give exactly them.
+fn literal_rows(lookup: &dyn TermLookup, bodies: &[String], literal: &str) -> Vec<u32> {
+    let q = TextQuery::literal(literal).expect("literal");
+    let c = q
+        .candidates(lookup, bodies.len() as u32)
+        .expect("candidates");
+    assert!(!c.exact, "a literal is always checked on the bodies");
+    verify(&q, c, bodies)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn line_filter_candidates_hold_every_body_containing_the_literal(
+        bodies in proptest::collection::vec(filter_body(), 1..30),
+        pick in any::<prop::sample::Index>(),
+        (from, len) in (0usize..80, 1usize..40),
+        words in proptest::collection::vec(proptest::sample::select(WORDS), 1..3),
+        from_body in any::<bool>(),
+    ) {
+        // A piece of one of the bodies (cut at character boundaries), or words that may be in
+        // none.
+        let literal = if from_body {
+            let b = &bodies[pick.index(bodies.len())];
+            let chars: Vec<char> = b.chars().collect();
+            let from = from.min(chars.len());
+            chars[from..(from + len).min(chars.len())].iter().collect::<String>()
+        } else {
+            words.join(" ")
+        };
+        prop_assume!(!literal.is_empty());
+        let want: Vec<u32> = bodies
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.contains(literal.as_str()))
+            .map(|(i, _)| i as u32)
+            .collect();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(TEXT_INDEX_FILE);
+        build(&path, bodies.iter().map(String::as_str)).expect("build");
+        let idx = TokenIndexFile::open(&path).expect("open");
+        prop_assert_eq!(literal_rows(&idx.lookup().expect("lookup"), &bodies, &literal), want.clone());
+        let mut ram = RamTextIndex::new();
+        ram.extend(bodies.iter().map(String::as_str));
+        let q = TextQuery::literal(&literal).expect("literal");
+        prop_assert_eq!(verify(&q, ram.candidates(&q).expect("candidates"), &bodies), want.clone());
+        // A token index of the first version does not list overlong tokens' rows: still every
+        // body containing the literal among the candidates.
+        let mut v1 = std::fs::read(&path).expect("read");
+        v1[..8].copy_from_slice(b"SLTXT001");
+        std::fs::write(&path, &v1).expect("write");
+        let idx = TokenIndexFile::open(&path).expect("open v1");
+        prop_assert_eq!(literal_rows(&idx.lookup().expect("lookup"), &bodies, &literal), want);
+    }
+}
+
+#[test]
+fn a_rare_word_narrows_a_line_filter_to_its_rows() {
+    let mut bodies: Vec<String> = (0..2_000)
+        .map(|i| format!("request {i} answered in {} ms", i % 97))
+        .collect();
+    bodies[1_234] = "request 1234 failed: upstream Timeout after 30s".into();
+    bodies[77] = format!("dump {}Timeout", "ab".repeat(30));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(TEXT_INDEX_FILE);
+    build(&path, bodies.iter().map(String::as_str)).expect("build");
+    let idx = TokenIndexFile::open(&path).expect("open");
+    let lookup = idx.lookup().expect("lookup");
+    let rows_of = |lit: &str| {
+        let q = TextQuery::literal(lit).expect("literal");
+        rows(&q.candidates(&lookup, idx.rows()).expect("candidates").rows)
+    };
+    // The word sits inside any token: its rows, and the row of the overlong token.
+    assert_eq!(rows_of("Timeout"), [77, 1234]);
+    // A suffix, then a prefix: either may sit in the overlong token.
+    assert_eq!(rows_of("meout af"), [77, 1234]);
+    assert_eq!(literal_rows(&lookup, &bodies, "meout af"), [1234]);
+    assert_eq!(rows_of(" failed: "), [1234], "a whole token");
+    // One letter selects more tokens than a fragment may read: every row stays a candidate.
+    assert_eq!(rows_of("e").len(), 2_000);
+    assert_eq!(
+        rows_of("==").len(),
+        2_000,
+        "no token character: nothing to narrow"
+    );
+    assert_eq!(literal_rows(&lookup, &bodies, "Timeout"), [77, 1234]);
+    assert!(
+        literal_rows(&lookup, &bodies, "timeout").is_empty(),
+        "case-sensitive"
+    );
+}

@@ -13,7 +13,17 @@ pub const MAX_TOKEN_BYTES: usize = 40;
 /// Calls `f(position, token)` for every indexed token of `text`, in order. `position` counts
 /// every token, the overlong ones left out too. `scratch` holds a lower-cased token when the
 /// text's spelling is not already lower case (its contents on return are unspecified).
-pub fn for_each_token(text: &str, scratch: &mut String, mut f: impl FnMut(u32, &str)) {
+pub fn for_each_token(text: &str, scratch: &mut String, f: impl FnMut(u32, &str)) {
+    for_each_token_and_overlong(text, scratch, f, || {});
+}
+
+/// [`for_each_token`], calling `overlong()` for every token left out for its length.
+pub(crate) fn for_each_token_and_overlong(
+    text: &str,
+    scratch: &mut String,
+    mut f: impl FnMut(u32, &str),
+    mut overlong: impl FnMut(),
+) {
     let bytes = text.as_bytes();
     let mut pos: u32 = 0;
     let mut i = 0;
@@ -32,6 +42,8 @@ pub fn for_each_token(text: &str, scratch: &mut String, mut f: impl FnMut(u32, &
                 lowercase_into(token, scratch);
                 f(pos, scratch);
             }
+        } else {
+            overlong();
         }
         pos = pos.saturating_add(1);
         i = end;
@@ -43,6 +55,49 @@ pub fn tokens(text: &str) -> Vec<(u32, String)> {
     let mut out = Vec::new();
     let mut scratch = String::new();
     for_each_token(text, &mut scratch, |p, t| out.push((p, t.to_owned())));
+    out
+}
+
+/// Where a run of token characters of a literal (a substring a body must contain) lies within
+/// the body's token that holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fragment {
+    /// Separators on both sides: the body holds exactly this token.
+    Whole(String),
+    /// At the literal's start only: a token of the body ends with it.
+    Suffix(String),
+    /// At the literal's end only: a token of the body starts with it.
+    Prefix(String),
+    /// The whole literal is one run: a token of the body contains it.
+    Infix(String),
+    /// A run of [`MAX_TOKEN_BYTES`] or more: the body's token holding it is not indexed.
+    Overlong,
+}
+
+/// The runs of token characters of `literal`, lower-cased, each with where it must sit in a
+/// token of a body that contains `literal` (case-sensitively). Lower-casing is per character,
+/// so a body token holding a run lower-cases to a token holding the lower-cased run.
+pub fn fragments(literal: &str) -> Vec<Fragment> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(start) = next_alnum(literal, i) {
+        let (end, _) = alnum_run_end(literal, start);
+        let run = &literal[start..end];
+        let mut lower = String::with_capacity(run.len());
+        lowercase_into(run, &mut lower);
+        let (at_start, at_end) = (start == 0, end == literal.len());
+        out.push(if run.len() >= MAX_TOKEN_BYTES {
+            Fragment::Overlong
+        } else {
+            match (at_start, at_end) {
+                (false, false) => Fragment::Whole(lower),
+                (true, false) => Fragment::Suffix(lower),
+                (false, true) => Fragment::Prefix(lower),
+                (true, true) => Fragment::Infix(lower),
+            }
+        });
+        i = end;
+    }
     out
 }
 
@@ -141,6 +196,28 @@ mod tests {
                 (2, "naïve".into()),
                 (3, "東京".into()),
             ]
+        );
+    }
+
+    #[test]
+    fn fragments_say_where_a_literal_sits_in_body_tokens() {
+        use Fragment::*;
+        assert_eq!(
+            fragments("ut: Tool call fa"),
+            vec![
+                Suffix("ut".into()),
+                Whole("tool".into()),
+                Whole("call".into()),
+                Prefix("fa".into())
+            ]
+        );
+        assert_eq!(fragments("Timeout"), vec![Infix("timeout".into())]);
+        assert_eq!(fragments(" timeout "), vec![Whole("timeout".into())]);
+        assert_eq!(fragments("= -"), vec![]);
+        let long = "x".repeat(MAX_TOKEN_BYTES);
+        assert_eq!(
+            fragments(&format!("a {long} b")),
+            vec![Suffix("a".into()), Overlong, Prefix("b".into())]
         );
     }
 

@@ -200,7 +200,7 @@ pub fn select_lines(
     time: TimeRange,
     deadline: &Deadline,
 ) -> Result<(Vec<SelectedLine>, ScanStats)> {
-    let scan = store.scan(&scan_request(tenant, selector, time).until(deadline.clone()))?;
+    let scan = store.scan(&scan_request(tenant, selector, &[], time).until(deadline.clone()))?;
     let mut out = Vec::new();
     for b in &scan.batches {
         deadline.check()?;
@@ -218,8 +218,28 @@ pub fn select_lines(
     Ok((out, scan.stats))
 }
 
-fn scan_request(tenant: &TenantId, selector: &[Matcher], time: TimeRange) -> ScanRequest {
+/// The scan of a selector's lines over `time`: `service_name` matchers and the pipeline's
+/// `|= "text"` filters go to the store (which narrows a filter's lines with its token indexes
+/// before reading them); the pipeline still runs on every line returned.
+fn scan_request(
+    tenant: &TenantId,
+    selector: &[Matcher],
+    stages: &[Stage],
+    time: TimeRange,
+) -> ScanRequest {
     let mut req = ScanRequest::new(tenant.clone(), Signal::Logs, time);
+    for s in stages {
+        if let Stage::Line {
+            op: LineOp::Contains,
+            text,
+            ..
+        } = s
+            && !text.is_empty()
+            && text.len() <= sightline_storage::text_index::MAX_QUERY_BYTES
+        {
+            req = req.with(Predicate::BodyContains(text.clone()));
+        }
+    }
     for m in selector {
         // `service_name` is the promoted `service.name` column: same values, same semantics.
         if m.key == "service_name"
@@ -259,8 +279,13 @@ fn log_query(
 ) -> Result<Vec<Stream>> {
     let limit = p.limit.min(MAX_LIMIT);
     let scan = store.scan(
-        &scan_request(tenant, &log.selector, closed_range(p.start_ns, p.end_ns))
-            .until(deadline.clone()),
+        &scan_request(
+            tenant,
+            &log.selector,
+            &log.stages,
+            closed_range(p.start_ns, p.end_ns),
+        )
+        .until(deadline.clone()),
     )?;
     stats.explain.add(&scan.stats);
     let mut hits = Vec::new();
@@ -527,7 +552,13 @@ fn prepare_range(
     deadline.check()?;
     let from = start_ns.saturating_sub(range_ns).saturating_add(1);
     let scan = store.scan(
-        &scan_request(tenant, &log.selector, closed_range(from, end_ns)).until(deadline.clone()),
+        &scan_request(
+            tenant,
+            &log.selector,
+            &log.stages,
+            closed_range(from, end_ns),
+        )
+        .until(deadline.clone()),
     )?;
     stats.explain.add(&scan.stats);
     let mut by_series: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
