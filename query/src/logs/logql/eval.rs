@@ -269,6 +269,12 @@ fn closed_range(start_ns: i64, end_ns: i64) -> TimeRange {
     }
 }
 
+/// The newest (or oldest) `limit` lines of a log query. The store first returns only the times
+/// of the lines its predicates keep (selector's `service_name`, line filters); whole lines are
+/// then read a slice of those times at a time, newest first (the first slice holds the `limit`
+/// newest, each next one twice as many), through the selector and the pipeline, until `limit`
+/// lines passed or the times run out. A query whose pipeline drops few lines reads about
+/// `limit` whole lines instead of every line of the range.
 fn log_query(
     store: &Store,
     tenant: &TenantId,
@@ -278,48 +284,80 @@ fn log_query(
     deadline: &Deadline,
 ) -> Result<Vec<Stream>> {
     let limit = p.limit.min(MAX_LIMIT);
-    let scan = store.scan(
-        &scan_request(
-            tenant,
-            &log.selector,
-            &log.stages,
-            closed_range(p.start_ns, p.end_ns),
-        )
-        .until(deadline.clone()),
-    )?;
-    stats.explain.add(&scan.stats);
-    let mut hits = Vec::new();
-    for (bi, b) in scan.batches.iter().enumerate() {
-        deadline.check()?;
-        let times = b
-            .column_by_name(col::TIME)
-            .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>())
-            .ok_or_else(|| QueryError::Execution("log batch without time column".into()))?;
-        hits.extend((0..b.num_rows()).map(|r| (times.value(r), bi, r)));
+    let range = closed_range(p.start_ns, p.end_ns);
+    let request = |time| scan_request(tenant, &log.selector, &log.stages, time);
+    let light = store.scan(&request(range).project(&[col::TIME]).until(deadline.clone()))?;
+    stats.explain.add(&light.stats);
+    let mut times = Vec::new();
+    for b in &light.batches {
+        times.extend_from_slice(time_column(b)?.values());
     }
-    sort_hits(&mut hits, p.direction);
+    drop(light);
+    let backward = p.direction == Direction::Backward;
+    if backward {
+        times.sort_unstable_by(|a, b| b.cmp(a));
+    } else {
+        times.sort_unstable();
+    }
     let mut streams: BTreeMap<Labels, Vec<(i64, String)>> = BTreeMap::new();
     let mut taken = 0;
-    let decoders = row_decoders(&scan.batches)?;
-    for (n, (t, bi, row)) in hits.into_iter().enumerate() {
-        if taken >= limit {
-            break;
+    let (mut done, mut window) = (0usize, limit.max(1));
+    // The slice before this one ended (exclusive) at this time.
+    let mut edge = if backward { range.end.0 } else { range.start.0 };
+    while taken < limit && done < times.len() {
+        deadline.check()?;
+        let mut upto = done.saturating_add(window).min(times.len());
+        let cutoff = times[upto - 1];
+        while upto < times.len() && times[upto] == cutoff {
+            upto += 1;
         }
-        if n % 1024 == 0 {
-            deadline.check()?;
+        let slice = if backward {
+            TimeRange {
+                start: UnixNanos(cutoff),
+                end: UnixNanos(edge),
+            }
+        } else {
+            TimeRange {
+                start: UnixNanos(edge),
+                end: UnixNanos(cutoff.saturating_add(1)),
+            }
+        };
+        edge = if backward {
+            cutoff
+        } else {
+            cutoff.saturating_add(1)
+        };
+        done = upto;
+        window = window.saturating_mul(2);
+        let scan = store.scan(&request(slice).until(deadline.clone()))?;
+        stats.explain.add(&scan.stats);
+        let mut hits = Vec::new();
+        for (bi, b) in scan.batches.iter().enumerate() {
+            let t = time_column(b)?;
+            hits.extend((0..b.num_rows()).map(|r| (t.value(r), bi, r)));
         }
-        let rec = decoders[bi].row(row)?;
-        let ll = line_labels(&rec);
-        if !selector_matches(&log.selector, &ll.stream) {
-            continue;
-        }
-        let line = body_text(&rec);
-        stats.lines_processed += 1;
-        stats.bytes_processed += line.len() as u64;
-        let mut labels = ll.merged();
-        if run_pipeline(&log.stages, &line, &mut labels) {
-            streams.entry(labels).or_default().push((t, line));
-            taken += 1;
+        sort_hits(&mut hits, p.direction);
+        let decoders = row_decoders(&scan.batches)?;
+        for (n, (t, bi, row)) in hits.into_iter().enumerate() {
+            if taken >= limit {
+                break;
+            }
+            if n % 1024 == 0 {
+                deadline.check()?;
+            }
+            let rec = decoders[bi].row(row)?;
+            let ll = line_labels(&rec);
+            if !selector_matches(&log.selector, &ll.stream) {
+                continue;
+            }
+            let line = body_text(&rec);
+            stats.lines_processed += 1;
+            stats.bytes_processed += line.len() as u64;
+            let mut labels = ll.merged();
+            if run_pipeline(&log.stages, &line, &mut labels) {
+                streams.entry(labels).or_default().push((t, line));
+                taken += 1;
+            }
         }
     }
     stats.entries_returned = taken as u64;
@@ -327,6 +365,12 @@ fn log_query(
         .into_iter()
         .map(|(labels, entries)| Stream { labels, entries })
         .collect())
+}
+
+fn time_column(b: &arrow_array::RecordBatch) -> Result<&TimestampNanosecondArray> {
+    b.column_by_name(col::TIME)
+        .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>())
+        .ok_or_else(|| QueryError::Execution("log batch without time column".into()))
 }
 
 /// Runs the pipeline on one line; `false` when a filter drops it.
