@@ -119,6 +119,20 @@ pub enum RangeFunc {
     BytesRate,
 }
 
+impl RangeFunc {
+    /// Whether the sum of its values over series equals its value over their lines taken
+    /// together (it counts lines or adds their bytes), so `sum by (g) (f(...))` can group
+    /// lines by `g` as it reads them instead of keeping every series.
+    pub fn is_additive(self) -> bool {
+        match self {
+            RangeFunc::CountOverTime
+            | RangeFunc::Rate
+            | RangeFunc::BytesOverTime
+            | RangeFunc::BytesRate => true,
+        }
+    }
+}
+
 /// A vector aggregation operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AggOp {

@@ -821,3 +821,57 @@ fn a_line_filter_reads_only_the_lines_its_words_may_be_in() {
     assert_eq!(out.stats.lines_processed, 0);
     assert_eq!(out.stats.explain.rows_returned, 0);
 }
+
+/// Grafana's log volume query over lines that each carry their own trace and span ids (every
+/// line a label set of its own): the sum by level groups lines as they are read, so it answers
+/// past the series limit, with the counts of a brute-force tally.
+#[test]
+fn log_volume_answers_over_more_label_sets_than_the_series_limit() {
+    use sightline_query::logs::logql::eval::MAX_SERIES;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path());
+    let t = TenantId::new("vol").unwrap();
+    let n = MAX_SERIES as i64 + 500;
+    let recs: Vec<LogRecord> = (0..n)
+        .map(|i| {
+            let sev = if i % 7 == 0 {
+                (17, "ERROR")
+            } else {
+                (9, "INFO")
+            };
+            let mut r = rec(BASE + i * 100_000, "handled request", "api", sev);
+            r.trace_id = Some(TraceId((i as u128 + 1).to_be_bytes()));
+            r.span_id = Some(SpanId((i as u64 + 1).to_be_bytes()));
+            r
+        })
+        .collect();
+    store.append_logs(&t, &recs[..n as usize / 2]).unwrap();
+    store.flush().unwrap();
+    store.append_logs(&t, &recs[n as usize / 2..]).unwrap();
+    let end = BASE + n * 100_000;
+    let q = r#"sum by (level) (count_over_time({service_name="api"} | drop __error__ [1h]))"#;
+    let out = query_instant(&store, &t, &parse(q).unwrap(), end, &Deadline::none()).unwrap();
+    let QueryValue::Vector(v) = out.value else {
+        panic!("vector")
+    };
+    let mut got: Vec<(String, f64)> = v
+        .iter()
+        .map(|s| {
+            let level = s.labels.get("level").cloned().unwrap_or_default();
+            (level, s.points[0].1)
+        })
+        .collect();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    let errors = (0..n).filter(|i| i % 7 == 0).count() as f64;
+    assert_eq!(
+        got,
+        [
+            ("error".to_owned(), errors),
+            ("info".to_owned(), n as f64 - errors)
+        ]
+    );
+    // Without a sum first, every line is a series: refused with a hint.
+    let q = r#"count_over_time({service_name="api"} [1h])"#;
+    let err = query_instant(&store, &t, &parse(q).unwrap(), end, &Deadline::none()).unwrap_err();
+    assert!(err.to_string().contains("sum by"), "{err}");
+}

@@ -557,7 +557,7 @@ fn prepare(
         } => prepare_range(
             store,
             tenant,
-            (*func, log, *range_ns),
+            (*func, log, *range_ns, None),
             span,
             stats,
             deadline,
@@ -567,12 +567,35 @@ fn prepare(
             param,
             grouping,
             inner,
-        } => Prepared::Agg {
-            op: *op,
-            param: *param,
-            grouping: grouping.clone(),
-            inner: Box::new(prepare(store, tenant, inner, span, stats, deadline)?),
-        },
+        } => {
+            let inner = match (op, &**inner) {
+                // `sum by (g) (count_over_time(...))` (Grafana's log volume): lines are grouped
+                // by `g` as they are read, so a label set per line (trace ids as metadata)
+                // never becomes a series of its own.
+                (
+                    AggOp::Sum,
+                    MetricExpr::Range {
+                        func,
+                        log,
+                        range_ns,
+                    },
+                ) if func.is_additive() => prepare_range(
+                    store,
+                    tenant,
+                    (*func, log, *range_ns, Some(grouping.as_ref())),
+                    span,
+                    stats,
+                    deadline,
+                )?,
+                _ => prepare(store, tenant, inner, span, stats, deadline)?,
+            };
+            Prepared::Agg {
+                op: *op,
+                param: *param,
+                grouping: grouping.clone(),
+                inner: Box::new(inner),
+            }
+        }
         MetricExpr::Vector(v) => Prepared::Vector(*v),
         MetricExpr::Number(v) => Prepared::Number(*v),
         MetricExpr::Binary { op, lhs, rhs } => Prepared::Binary {
@@ -583,12 +606,13 @@ fn prepare(
     })
 }
 
-/// Loads one range aggregation `func(log [range_ns])` over `(start_ns, end_ns)`.
+/// Loads one range aggregation `func(log [range_ns])` over `(start_ns, end_ns)`, one series
+/// per label set, or per group of `group` when a sum by it follows (`Some(None)`: one group).
 #[inline(never)]
 fn prepare_range(
     store: &Store,
     tenant: &TenantId,
-    (func, log, range_ns): (RangeFunc, &LogExpr, i64),
+    (func, log, range_ns, group): (RangeFunc, &LogExpr, i64, Option<Option<&Grouping>>),
     (start_ns, end_ns): (i64, i64),
     stats: &mut QueryStats,
     deadline: &Deadline,
@@ -618,8 +642,12 @@ fn prepare_range(
             stats.bytes_processed += line.len() as u64;
             let mut labels = ll.merged();
             if run_pipeline(&log.stages, &line, &mut labels) {
+                let key = match group {
+                    Some(g) => group_key(&labels, g),
+                    None => labels,
+                };
                 by_series
-                    .entry(labels)
+                    .entry(key)
                     .or_default()
                     .push((rec.time.0, line.len() as u64));
                 if by_series.len() > MAX_SERIES {
