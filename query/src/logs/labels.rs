@@ -109,6 +109,62 @@ pub fn line_labels(rec: &LogRecord) -> LineLabels {
     LineLabels { stream, metadata }
 }
 
+/// The value of label `name` of a record, as [`line_labels`] would give it: a stream label
+/// (level, `service_name`, the last resource attribute of that sanitized name, in that order of
+/// precedence), else, unless `stream_only`, structured metadata (`span_id`, `trace_id`, the last
+/// log attribute of that sanitized name). Costs a scan of the attributes instead of building
+/// every label of the line.
+pub fn label_value(rec: &LogRecord, name: &str, stream_only: bool) -> Option<String> {
+    if name == "level"
+        && let Some(l) = level_of(rec.severity_number, &rec.severity_text)
+    {
+        return Some(l);
+    }
+    if name == "service_name" && !rec.service_name.is_empty() {
+        return Some(rec.service_name.clone());
+    }
+    let last_named = |attrs: &[(String, sightline_storage::AttrValue)]| {
+        attrs
+            .iter()
+            .rev()
+            .find(|(k, _)| sanitized_equals(k, name))
+            .map(|(_, v)| v.render())
+    };
+    if let Some(v) = last_named(&rec.resource_attributes) {
+        return Some(v);
+    }
+    if stream_only {
+        return None;
+    }
+    match name {
+        "span_id" if rec.span_id.is_some() => rec.span_id.map(|s| s.to_hex()),
+        "trace_id" if rec.trace_id.is_some() => rec.trace_id.map(|t| t.to_hex()),
+        _ => last_named(&rec.attributes),
+    }
+}
+
+/// Whether [`sanitize_label_name`] of `key` is `name`, without allocating.
+fn sanitized_equals(key: &str, name: &str) -> bool {
+    let digit_first = key.starts_with(|c: char| c.is_ascii_digit());
+    let name = match (digit_first, name.strip_prefix('_')) {
+        (true, Some(rest)) => rest,
+        (true, None) => return false,
+        (false, _) => name,
+    };
+    let mut n = name.chars();
+    for c in key.chars() {
+        let want = if c.is_ascii_alphanumeric() || c == '_' {
+            c
+        } else {
+            '_'
+        };
+        if n.next() != Some(want) {
+            return false;
+        }
+    }
+    n.next().is_none()
+}
+
 /// The value of attribute `key` (OpenTelemetry naming) of a record, with the precedence storage
 /// predicates use: promoted column, then log attribute, then resource attribute.
 pub fn attribute_value(rec: &LogRecord, key: &str) -> Option<String> {
@@ -130,6 +186,64 @@ pub fn attribute_value(rec: &LogRecord, key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use proptest::prelude::*;
+    use sightline_storage::{AttrValue, SpanId, TraceId, UnixNanos};
+
+    const KEYS: &[&str] = &[
+        "level",
+        "service.name",
+        "service_name",
+        "trace_id",
+        "span_id",
+        "k8s.pod",
+        "k8s_pod",
+        "1x",
+        "_1x",
+        "user.id",
+    ];
+
+    fn attrs() -> impl Strategy<Value = Vec<(String, AttrValue)>> {
+        prop::collection::vec(
+            (prop::sample::select(KEYS), "[a-c]{0,2}")
+                .prop_map(|(k, v)| (k.to_owned(), AttrValue::Str(v))),
+            0..4,
+        )
+    }
+
+    proptest! {
+        /// Every label's value, taken alone, is the one the whole label set gives it.
+        #[test]
+        fn label_value_agrees_with_line_labels(
+            res in attrs(),
+            attributes in attrs(),
+            (sev, text) in (0i32..25, prop::sample::select(&["", "INFO", "Error"][..])),
+            service in prop::sample::select(&["", "api"][..]),
+            ids in any::<Option<(u8, u8)>>(),
+        ) {
+            let rec = LogRecord {
+                time: UnixNanos(1),
+                observed_time: UnixNanos(1),
+                severity_number: sev,
+                severity_text: text.into(),
+                body: AttrValue::Str("x".into()),
+                trace_id: ids.map(|(t, _)| TraceId([t; 16])),
+                span_id: ids.map(|(_, s)| SpanId([s; 8])),
+                flags: 0,
+                service_name: service.into(),
+                scope_name: String::new(),
+                event_name: String::new(),
+                resource_attributes: res,
+                attributes,
+            };
+            let ll = line_labels(&rec);
+            let merged = ll.merged();
+            for name in ["level", "service_name", "trace_id", "span_id", "k8s_pod", "_1x", "user_id", "nope"] {
+                prop_assert_eq!(label_value(&rec, name, false), merged.get(name).cloned(), "{}", name);
+                prop_assert_eq!(label_value(&rec, name, true), ll.stream.get(name).cloned(), "{} (stream)", name);
+            }
+        }
+    }
 
     #[test]
     fn names_and_levels() {

@@ -21,7 +21,7 @@ use sightline_storage::{
 
 use super::{AggOp, BinOp, Expr, Grouping, LineOp, LogExpr, MetricExpr, NumOp, RangeFunc, Stage};
 use crate::error::{QueryError, Result};
-use crate::logs::labels::{Labels, LineLabels, line_labels};
+use crate::logs::labels::{Labels, LineLabels, label_value, line_labels};
 use crate::logs::search::{Direction, row_decoders, sort_hits};
 use crate::logs::{MAX_BUCKETS, MAX_LIMIT};
 
@@ -514,6 +514,30 @@ fn parse_logfmt(line: &str, labels: &mut Labels) {
     }
 }
 
+/// The labels a grouped range aggregation keys its lines by, when they can be looked up one by
+/// one ([`label_value`]) instead of building every label of each line: grouping `by` names (or
+/// none), and a pipeline of line filters and `drop`/`keep` only (no parser or label filter that
+/// reads other labels). A name dropped, or not kept, by the pipeline is left out.
+fn direct_key(stages: &[Stage], grouping: Option<&Grouping>) -> Option<Vec<String>> {
+    let names = match grouping {
+        None => Vec::new(),
+        Some(Grouping::By(names)) => names.clone(),
+        Some(Grouping::Without(_)) => return None,
+    };
+    let mut keep = names;
+    for s in stages {
+        match s {
+            Stage::Line { .. } => {}
+            Stage::Drop(dropped) => keep.retain(|n| !dropped.contains(n)),
+            Stage::Keep(kept) => keep.retain(|n| kept.contains(n)),
+            Stage::Json | Stage::Logfmt | Stage::LabelMatch(_) | Stage::LabelNum { .. } => {
+                return None;
+            }
+        }
+    }
+    Some(keep)
+}
+
 /// A metric expression with its range data loaded.
 enum Prepared {
     Range {
@@ -630,31 +654,58 @@ fn prepare_range(
     )?;
     stats.explain.add(&scan.stats);
     let mut by_series: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
+    let direct = group.and_then(|g| direct_key(&log.stages, g));
     for b in &scan.batches {
         deadline.check()?;
         for rec in sightline_storage::columnar::logs_from_batch(b)? {
-            let ll = line_labels(&rec);
-            if !selector_matches(&log.selector, &ll.stream) {
-                continue;
-            }
-            let line = body_text(&rec);
-            stats.lines_processed += 1;
-            stats.bytes_processed += line.len() as u64;
-            let mut labels = ll.merged();
-            if run_pipeline(&log.stages, &line, &mut labels) {
-                let key = match group {
-                    Some(g) => group_key(&labels, g),
-                    None => labels,
-                };
-                by_series
-                    .entry(key)
-                    .or_default()
-                    .push((rec.time.0, line.len() as u64));
-                if by_series.len() > MAX_SERIES {
-                    return Err(QueryError::Execution(format!(
-                        "more than {MAX_SERIES} series; aggregate with sum by (...)"
-                    )));
+            let (line, key) = match &direct {
+                // Only the selector's and the grouping's labels are looked up.
+                Some(names) => {
+                    let selected = log.selector.iter().all(|m| {
+                        m.matches(label_value(&rec, &m.key, true).as_deref().unwrap_or(""))
+                    });
+                    if !selected {
+                        continue;
+                    }
+                    let line = body_text(&rec);
+                    stats.lines_processed += 1;
+                    stats.bytes_processed += line.len() as u64;
+                    if !run_pipeline(&log.stages, &line, &mut Labels::new()) {
+                        continue;
+                    }
+                    let key: Labels = names
+                        .iter()
+                        .filter_map(|n| label_value(&rec, n, false).map(|v| (n.clone(), v)))
+                        .collect();
+                    (line, key)
                 }
+                None => {
+                    let ll = line_labels(&rec);
+                    if !selector_matches(&log.selector, &ll.stream) {
+                        continue;
+                    }
+                    let line = body_text(&rec);
+                    stats.lines_processed += 1;
+                    stats.bytes_processed += line.len() as u64;
+                    let mut labels = ll.merged();
+                    if !run_pipeline(&log.stages, &line, &mut labels) {
+                        continue;
+                    }
+                    let key = match group {
+                        Some(g) => group_key(&labels, g),
+                        None => labels,
+                    };
+                    (line, key)
+                }
+            };
+            by_series
+                .entry(key)
+                .or_default()
+                .push((rec.time.0, line.len() as u64));
+            if by_series.len() > MAX_SERIES {
+                return Err(QueryError::Execution(format!(
+                    "more than {MAX_SERIES} series; aggregate with sum by (...)"
+                )));
             }
         }
     }
