@@ -17,6 +17,7 @@ import json
 import statistics
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -42,6 +43,10 @@ QUERIES = [
     ("newest 100 |= \"kb-3 in 1\" (words cut at both ends)", '{service_name=~".+"} |= "kb-3 in 1"',
      "SELECT time, service_name, body FROM logs WHERE contains(body, 'kb-3 in 1') "
      "ORDER BY time DESC LIMIT 100"),
+    ("Grafana's log volume, hourly",
+     'sum by (level, detected_level) (count_over_time({service_name=~".+"} | drop __error__ [1h]))',
+     "SELECT lower(severity_text), (time - 1) // 3600000000000 AS h, count(*) FROM logs "
+     "GROUP BY ALL"),
 ]
 
 
@@ -64,7 +69,10 @@ def ask(port, query):
         {"query": query, "start": DAY_START, "end": DAY_END, "limit": 100, "step": 3600})
     req = urllib.request.Request(url, headers={"X-Scope-OrgID": "bench"})
     t = time.perf_counter()
-    body = urllib.request.urlopen(req, timeout=300).read()
+    try:
+        body = urllib.request.urlopen(req, timeout=300).read()
+    except urllib.error.HTTPError as e:
+        return (time.perf_counter() - t) * 1000, f"error {e.code}: {e.read()[:80]!r}", 0
     ms = (time.perf_counter() - t) * 1000
     data = json.loads(body)["data"]
     rows = sum(len(r.get("values", [])) for r in data["result"])

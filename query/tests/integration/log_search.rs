@@ -887,6 +887,8 @@ proptest! {
         split in (0usize..80, 0usize..80),
         by in prop::sample::subsequence(&["level", "service_name", "region", "user", "trace_id", "span_id", "nope"][..], 0..4),
         drop_user in any::<bool>(),
+        filter in any::<bool>(),
+        bytes in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let store = open_store(dir.path());
@@ -895,8 +897,10 @@ proptest! {
         load(&store, &t, &recs, split);
         let drop = if drop_user { " | drop user" } else { "" };
         let by = by.join(", ");
-        let direct = format!(r#"sum by ({by}) (count_over_time({{service_name=~"api|rag"}} |= "a"{drop} [30m]))"#);
-        let built = format!(r#"sum by ({by}) (count_over_time({{service_name=~"api|rag"}} |= "a"{drop} | nolabel="" [30m]))"#);
+        let filter = if filter { r#" |= "a""# } else { "" };
+        let func = if bytes { "bytes_over_time" } else { "count_over_time" };
+        let direct = format!(r#"sum by ({by}) ({func}({{service_name=~"api|rag"}}{filter}{drop} [30m]))"#);
+        let built = format!(r#"sum by ({by}) ({func}({{service_name=~"api|rag"}}{filter}{drop} | nolabel="" [30m]))"#);
         let p = RangeParams {
             start_ns: BASE,
             end_ns: BASE + 2 * HOUR,

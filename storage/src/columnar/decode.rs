@@ -338,43 +338,68 @@ pub fn logs_from_batch(batch: &RecordBatch) -> Result<Vec<LogRecord>> {
     (0..batch.num_rows()).map(|i| rows.row(i)).collect()
 }
 
-/// The columns of a log batch (full schema), to decode chosen rows of it one at a time.
+/// The columns of a log batch, to decode chosen rows of it one at a time. A batch of the full
+/// schema decodes every field ([`LogRows::new`]); a scan's projected batch decodes the fields
+/// it holds, the others as their empty values ([`LogRows::projected`]).
 pub struct LogRows<'a> {
-    time: &'a TimestampNanosecondArray,
-    observed: &'a TimestampNanosecondArray,
-    sev: &'a Int32Array,
-    sev_text: &'a StringArray,
-    body: &'a StringArray,
-    body_kind: &'a UInt8Array,
-    trace: &'a FixedSizeBinaryArray,
-    span: &'a FixedSizeBinaryArray,
-    flags: &'a UInt32Array,
-    service: &'a StringArray,
-    scope: &'a StringArray,
-    event: &'a StringArray,
-    res_attrs: AttrReader<'a>,
-    attrs: AttrReader<'a>,
+    time: Option<&'a TimestampNanosecondArray>,
+    observed: Option<&'a TimestampNanosecondArray>,
+    sev: Option<&'a Int32Array>,
+    sev_text: Option<&'a StringArray>,
+    body: Option<(&'a StringArray, &'a UInt8Array)>,
+    trace: Option<&'a FixedSizeBinaryArray>,
+    span: Option<&'a FixedSizeBinaryArray>,
+    flags: Option<&'a UInt32Array>,
+    service: Option<&'a StringArray>,
+    scope: Option<&'a StringArray>,
+    event: Option<&'a StringArray>,
+    res_attrs: Option<AttrReader<'a>>,
+    attrs: Option<AttrReader<'a>>,
     rows: usize,
 }
 
 impl<'a> LogRows<'a> {
     /// The columns of `batch`; an error when one is missing or of another type.
     pub fn new(batch: &'a RecordBatch) -> Result<Self> {
+        Self::read(batch, true)
+    }
+
+    /// The columns `batch` holds (a projection of the log schema); a field whose column is
+    /// absent decodes as empty (`""`, 0, no id, no attributes; the body needs its kind column
+    /// too). An error when a column present is of another type.
+    pub fn projected(batch: &'a RecordBatch) -> Result<Self> {
+        Self::read(batch, false)
+    }
+
+    fn read(batch: &'a RecordBatch, all: bool) -> Result<Self> {
+        fn get<'b, T: 'static>(b: &'b RecordBatch, name: &str, all: bool) -> Result<Option<&'b T>> {
+            if all || b.column_by_name(name).is_some() {
+                column::<T>(b, name).map(Some)
+            } else {
+                Ok(None)
+            }
+        }
+        let body = get::<StringArray>(batch, col::BODY, all)?;
+        let body_kind = get::<UInt8Array>(batch, col::BODY_KIND, all)?;
+        let attrs = |name| -> Result<Option<AttrReader<'a>>> {
+            get::<MapArray>(batch, name, all)?
+                .map(AttrReader::new)
+                .transpose()
+        };
         Ok(Self {
-            time: column::<TimestampNanosecondArray>(batch, col::TIME)?,
-            observed: column::<TimestampNanosecondArray>(batch, col::OBSERVED_TIME)?,
-            sev: column::<Int32Array>(batch, col::SEVERITY_NUMBER)?,
-            sev_text: column::<StringArray>(batch, col::SEVERITY_TEXT)?,
-            body: column::<StringArray>(batch, col::BODY)?,
-            body_kind: column::<UInt8Array>(batch, col::BODY_KIND)?,
-            trace: column::<FixedSizeBinaryArray>(batch, col::TRACE_ID)?,
-            span: column::<FixedSizeBinaryArray>(batch, col::SPAN_ID)?,
-            flags: column::<UInt32Array>(batch, col::FLAGS)?,
-            service: column::<StringArray>(batch, col::SERVICE_NAME)?,
-            scope: column::<StringArray>(batch, col::SCOPE_NAME)?,
-            event: column::<StringArray>(batch, col::EVENT_NAME)?,
-            res_attrs: AttrReader::new(column::<MapArray>(batch, col::RESOURCE_ATTRIBUTES)?)?,
-            attrs: AttrReader::new(column::<MapArray>(batch, col::ATTRIBUTES)?)?,
+            time: get(batch, col::TIME, all)?,
+            observed: get(batch, col::OBSERVED_TIME, all)?,
+            sev: get(batch, col::SEVERITY_NUMBER, all)?,
+            sev_text: get(batch, col::SEVERITY_TEXT, all)?,
+            body: body.zip(body_kind),
+            trace: get(batch, col::TRACE_ID, all)?,
+            span: get(batch, col::SPAN_ID, all)?,
+            flags: get(batch, col::FLAGS, all)?,
+            service: get(batch, col::SERVICE_NAME, all)?,
+            scope: get(batch, col::SCOPE_NAME, all)?,
+            event: get(batch, col::EVENT_NAME, all)?,
+            res_attrs: attrs(col::RESOURCE_ATTRIBUTES)?,
+            attrs: attrs(col::ATTRIBUTES)?,
             rows: batch.num_rows(),
         })
     }
@@ -384,50 +409,57 @@ impl<'a> LogRows<'a> {
         if i >= self.rows {
             return Err(bad(format!("row {i} of a batch of {}", self.rows)));
         }
-        let text = self.body.value(i);
-        let body = match AttrKind::from_code(self.body_kind.value(i)) {
-            Some(AttrKind::Str) => AttrValue::Str(text.to_owned()),
-            Some(AttrKind::Empty) => AttrValue::Empty,
-            Some(AttrKind::Bool) => AttrValue::Bool(text == "true"),
-            Some(AttrKind::Int) => AttrValue::Int(text.parse().map_err(|_| bad("int body"))?),
-            Some(AttrKind::Double) => {
-                AttrValue::Double(text.parse().map_err(|_| bad("double body"))?)
-            }
-            Some(AttrKind::Bytes) => AttrValue::Bytes(
-                (0..text.len() / 2)
-                    .map(|j| u8::from_str_radix(text.get(2 * j..2 * j + 2).unwrap_or(""), 16))
-                    .collect::<std::result::Result<_, _>>()
-                    .map_err(|_| bad("bytes body"))?,
-            ),
-            Some(AttrKind::Array | AttrKind::KvList) => json_to_attr(
-                &serde_json::from_str(text).map_err(|e| bad(format!("body JSON: {e}")))?,
-            ),
-            None => return Err(bad("unknown body kind")),
+        let body = match self.body {
+            Some((text, kind)) => body_at(text.value(i), kind.value(i))?,
+            None => AttrValue::Empty,
         };
+        let text = |a: Option<&StringArray>| a.map_or_else(String::new, |a| a.value(i).to_owned());
         Ok(LogRecord {
-            time: UnixNanos(self.time.value(i)),
-            observed_time: UnixNanos(self.observed.value(i)),
-            severity_number: self.sev.value(i),
-            severity_text: self.sev_text.value(i).to_owned(),
+            time: UnixNanos(self.time.map_or(0, |a| a.value(i))),
+            observed_time: UnixNanos(self.observed.map_or(0, |a| a.value(i))),
+            severity_number: self.sev.map_or(0, |a| a.value(i)),
+            severity_text: text(self.sev_text),
             body,
-            trace_id: if self.trace.is_null(i) {
-                None
-            } else {
-                Some(trace_id_at(self.trace, i)?)
+            trace_id: match self.trace {
+                Some(a) if !a.is_null(i) => Some(trace_id_at(a, i)?),
+                _ => None,
             },
-            span_id: if self.span.is_null(i) {
-                None
-            } else {
-                Some(span_id_at(self.span, i)?)
+            span_id: match self.span {
+                Some(a) if !a.is_null(i) => Some(span_id_at(a, i)?),
+                _ => None,
             },
-            flags: self.flags.value(i),
-            service_name: self.service.value(i).to_owned(),
-            scope_name: self.scope.value(i).to_owned(),
-            event_name: self.event.value(i).to_owned(),
-            resource_attributes: self.res_attrs.row(i)?,
-            attributes: self.attrs.row(i)?,
+            flags: self.flags.map_or(0, |a| a.value(i)),
+            service_name: text(self.service),
+            scope_name: text(self.scope),
+            event_name: text(self.event),
+            resource_attributes: self
+                .res_attrs
+                .as_ref()
+                .map_or(Ok(Vec::new()), |r| r.row(i))?,
+            attributes: self.attrs.as_ref().map_or(Ok(Vec::new()), |r| r.row(i))?,
         })
     }
+}
+
+/// A log body from its stored text and kind.
+fn body_at(text: &str, kind: u8) -> Result<AttrValue> {
+    Ok(match AttrKind::from_code(kind) {
+        Some(AttrKind::Str) => AttrValue::Str(text.to_owned()),
+        Some(AttrKind::Empty) => AttrValue::Empty,
+        Some(AttrKind::Bool) => AttrValue::Bool(text == "true"),
+        Some(AttrKind::Int) => AttrValue::Int(text.parse().map_err(|_| bad("int body"))?),
+        Some(AttrKind::Double) => AttrValue::Double(text.parse().map_err(|_| bad("double body"))?),
+        Some(AttrKind::Bytes) => AttrValue::Bytes(
+            (0..text.len() / 2)
+                .map(|j| u8::from_str_radix(text.get(2 * j..2 * j + 2).unwrap_or(""), 16))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| bad("bytes body"))?,
+        ),
+        Some(AttrKind::Array | AttrKind::KvList) => {
+            json_to_attr(&serde_json::from_str(text).map_err(|e| bad(format!("body JSON: {e}")))?)
+        }
+        None => return Err(bad("unknown body kind")),
+    })
 }
 
 /// Decodes a series catalog batch.

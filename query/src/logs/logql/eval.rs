@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::{Array, TimestampNanosecondArray};
+use sightline_storage::columnar::LogRows;
 use sightline_storage::schema::col;
 use sightline_storage::{
     Deadline, LogRecord, Matcher, Predicate, ScanRequest, ScanStats, Signal, Store, TenantId,
@@ -538,6 +539,34 @@ fn direct_key(stages: &[Stage], grouping: Option<&Grouping>) -> Option<Vec<Strin
     Some(keep)
 }
 
+/// The columns a grouped range aggregation on the direct path ([`direct_key`]) reads: time,
+/// the columns of stream labels (the selector's), and the attribute maps and ids only when a
+/// grouping name may be structured metadata, the body only for line filters and byte counts.
+fn direct_columns(func: RangeFunc, stages: &[Stage], names: &[String]) -> Vec<&'static str> {
+    let mut cols = vec![
+        col::TIME,
+        col::SEVERITY_NUMBER,
+        col::SEVERITY_TEXT,
+        col::SERVICE_NAME,
+        col::RESOURCE_ATTRIBUTES,
+    ];
+    if !names.is_empty() {
+        cols.push(col::ATTRIBUTES);
+    }
+    if names.iter().any(|n| n == "trace_id") {
+        cols.push(col::TRACE_ID);
+    }
+    if names.iter().any(|n| n == "span_id") {
+        cols.push(col::SPAN_ID);
+    }
+    let bytes = matches!(func, RangeFunc::BytesOverTime | RangeFunc::BytesRate);
+    if bytes || stages.iter().any(|s| matches!(s, Stage::Line { .. })) {
+        cols.push(col::BODY);
+        cols.push(col::BODY_KIND);
+    }
+    cols
+}
+
 /// A metric expression with its range data loaded.
 enum Prepared {
     Range {
@@ -643,21 +672,25 @@ fn prepare_range(
 ) -> Result<Prepared> {
     deadline.check()?;
     let from = start_ns.saturating_sub(range_ns).saturating_add(1);
-    let scan = store.scan(
-        &scan_request(
-            tenant,
-            &log.selector,
-            &log.stages,
-            closed_range(from, end_ns),
-        )
-        .until(deadline.clone()),
-    )?;
+    let direct = group.and_then(|g| direct_key(&log.stages, g));
+    let mut request = scan_request(
+        tenant,
+        &log.selector,
+        &log.stages,
+        closed_range(from, end_ns),
+    )
+    .until(deadline.clone());
+    if let Some(names) = &direct {
+        request = request.project(&direct_columns(func, &log.stages, names));
+    }
+    let scan = store.scan(&request)?;
     stats.explain.add(&scan.stats);
     let mut by_series: BTreeMap<Labels, Vec<(i64, u64)>> = BTreeMap::new();
-    let direct = group.and_then(|g| direct_key(&log.stages, g));
     for b in &scan.batches {
         deadline.check()?;
-        for rec in sightline_storage::columnar::logs_from_batch(b)? {
+        let rows = LogRows::projected(b)?;
+        for i in 0..b.num_rows() {
+            let rec = rows.row(i)?;
             let (line, key) = match &direct {
                 // Only the selector's and the grouping's labels are looked up.
                 Some(names) => {
