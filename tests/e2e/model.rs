@@ -208,7 +208,9 @@ fn selects(p: &Predicate, s: &SpanRecord) -> bool {
         Predicate::Attr(m) => m.matches(&value_of(s, &m.key)),
         Predicate::TraceId(t) => s.trace_id == *t,
         Predicate::AnyOf(ms) => ms.iter().any(|m| m.matches(&value_of(s, &m.key))),
-        Predicate::FullText(_) => unreachable!("spans have no full-text predicate"),
+        Predicate::FullText(_) | Predicate::BodyContains(_) => {
+            unreachable!("spans have no full-text or line-filter predicate")
+        }
     }
 }
 

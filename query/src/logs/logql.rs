@@ -18,6 +18,7 @@
 
 pub mod eval;
 mod lexer;
+mod pipeline;
 
 use sightline_storage::{MatchOp, Matcher};
 
