@@ -94,11 +94,6 @@ pub(super) fn remove(id: u64) {
     }
 }
 
-/// Bytes of the dictionary kept for `id` (0 when none is).
-pub(super) fn bytes_of(id: u64) -> usize {
-    CACHE.lock().entries.get(&id).map_or(0, |e| e.bytes)
-}
-
 /// Bytes of token dictionaries kept now, process-wide.
 pub fn cached_bytes() -> usize {
     CACHE.lock().bytes

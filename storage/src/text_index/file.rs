@@ -242,11 +242,6 @@ impl TokenIndexFile {
         })
     }
 
-    /// Bytes its dictionary holds in the process-wide cache (0 when it is not kept there).
-    pub fn memory_bytes(&self) -> usize {
-        dict_cache::bytes_of(self.cache_id)
-    }
-
     /// The index ready for one search: its dictionary from the cache, or read from the file
     /// (and kept in the cache when it fits).
     pub fn lookup(&self) -> Result<TokenLookup<'_>> {

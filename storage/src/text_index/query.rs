@@ -166,25 +166,29 @@ fn literal_candidates(
     rows: u32,
 ) -> Result<Candidates> {
     use tokens::Fragment;
-    // A fragment at the literal's edge may sit inside a token too long to be indexed.
-    let or_overlong = |found: Option<RoaringBitmap>| -> Result<Option<RoaringBitmap>> {
-        Ok(match (found, idx.overlong()?) {
-            (Some(f), Some(o)) => Some(f | o),
-            _ => None,
-        })
+    // A fragment at the literal's edge may sit inside a token too long to be indexed: the rows
+    // of those tokens, looked up once.
+    let overlong = if fragments.iter().all(|f| matches!(f, Fragment::Whole(_))) {
+        None
+    } else {
+        idx.overlong()?
+    };
+    let or_overlong = |found: Option<RoaringBitmap>| match (found, &overlong) {
+        (Some(f), Some(o)) => Some(f | o),
+        _ => None,
     };
     let mut acc: Option<RoaringBitmap> = None;
     for f in fragments {
         let found = match f {
             Fragment::Whole(t) => Some(idx.term(t)?),
-            Fragment::Prefix(p) => or_overlong(Some(idx.prefix(p)?))?,
+            Fragment::Prefix(p) => or_overlong(Some(idx.prefix(p)?)),
             Fragment::Suffix(s) => {
-                or_overlong(idx.tokens_where(&|t| t.ends_with(s.as_str()), MAX_FRAGMENT_TOKENS)?)?
+                or_overlong(idx.tokens_where(&|t| t.ends_with(s.as_str()), MAX_FRAGMENT_TOKENS)?)
             }
             Fragment::Infix(s) => {
-                or_overlong(idx.tokens_where(&|t| t.contains(s.as_str()), MAX_FRAGMENT_TOKENS)?)?
+                or_overlong(idx.tokens_where(&|t| t.contains(s.as_str()), MAX_FRAGMENT_TOKENS)?)
             }
-            Fragment::Overlong => idx.overlong()?,
+            Fragment::Overlong => overlong.clone(),
         };
         let Some(found) = found else { continue };
         let next = match acc {

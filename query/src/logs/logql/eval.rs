@@ -351,15 +351,7 @@ fn log_query(
                 deadline.check()?;
             }
             let rec = decoders[bi].row(row)?;
-            let ll = line_labels(&rec);
-            if !selector_matches(&log.selector, &ll.stream) {
-                continue;
-            }
-            let line = body_text(&rec);
-            stats.lines_processed += 1;
-            stats.bytes_processed += line.len() as u64;
-            let mut labels = ll.merged();
-            if run_pipeline(&log.stages, &line, &mut labels) {
+            if let Some((line, labels)) = through_pipeline(log, &rec, stats) {
                 streams.entry(labels).or_default().push((t, line));
                 taken += 1;
             }
@@ -370,6 +362,24 @@ fn log_query(
         .into_iter()
         .map(|(labels, entries)| Stream { labels, entries })
         .collect())
+}
+
+/// The line of `rec` and its labels (stream labels and metadata) after the pipeline, or `None`
+/// when the selector or a stage drops it; a selected line is counted as processed.
+fn through_pipeline(
+    log: &LogExpr,
+    rec: &LogRecord,
+    stats: &mut QueryStats,
+) -> Option<(String, Labels)> {
+    let ll = line_labels(rec);
+    if !selector_matches(&log.selector, &ll.stream) {
+        return None;
+    }
+    let line = body_text(rec);
+    stats.lines_processed += 1;
+    stats.bytes_processed += line.len() as u64;
+    let mut labels = ll.merged();
+    run_pipeline(&log.stages, &line, &mut labels).then_some((line, labels))
 }
 
 fn time_column(b: &arrow_array::RecordBatch) -> Result<&TimestampNanosecondArray> {
@@ -576,17 +586,9 @@ fn prepare_range(
                     (line, key)
                 }
                 None => {
-                    let ll = line_labels(&rec);
-                    if !selector_matches(&log.selector, &ll.stream) {
+                    let Some((line, labels)) = through_pipeline(log, &rec, stats) else {
                         continue;
-                    }
-                    let line = body_text(&rec);
-                    stats.lines_processed += 1;
-                    stats.bytes_processed += line.len() as u64;
-                    let mut labels = ll.merged();
-                    if !run_pipeline(&log.stages, &line, &mut labels) {
-                        continue;
-                    }
+                    };
                     let key = match group {
                         Some(g) => group_key(&labels, g),
                         None => labels,
